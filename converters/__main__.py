@@ -1,0 +1,69 @@
+"""python -m converters <name>|all|list [--weights PATH|none] [--out DIR]
+                        [--quantize none|float16|uint8] [--force]"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import FAMILIES, QUANTIZATIONS
+from .errors import ConverterError
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m converters",
+        description="Convert real models to TF.js graph models (+ server artifact and manifest).")
+    parser.add_argument("name", help=f"one of: {', '.join(FAMILIES)}; 'all'; or 'list'")
+    parser.add_argument("--weights", help="source weights file, or 'none' for random weights "
+                        "(default: the official download when online)")
+    parser.add_argument("--out", type=Path, help="models folder (default: the app's, $DATARAILROAD_MODELS or ./models)")
+    parser.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from . import pipeline
+
+    try:
+        if args.name == "list":
+            for name, task, summary in pipeline.summaries():
+                print(f"{name:20s} {task:9s} {summary}")
+            return 0
+        if args.name == "all":
+            if args.weights:
+                raise ConverterError("--weights applies to one model, not 'all'",
+                                     "convert that model on its own: python -m converters NAME --weights PATH")
+            names = list(FAMILIES)
+        else:
+            pipeline.family(args.name)  # unknown name -> clear error before any work
+            names = [args.name]
+        started = time.perf_counter()
+        failed = []
+        for name in names:
+            try:
+                pipeline.convert(name, weights=args.weights, out=args.out,
+                                 quantize=args.quantize, force=args.force)
+            except ConverterError as exc:
+                if len(names) == 1:
+                    raise
+                pipeline.report_error(exc)
+                failed.append(name)
+        print(f"total {time.perf_counter() - started:.1f}s")
+        if failed:
+            print(f"not built: {', '.join(failed)} (see the fixes above)", file=sys.stderr)
+            return 2
+        return 0
+    except ConverterError as exc:
+        pipeline.report_error(exc)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the previous model (if any) is untouched", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

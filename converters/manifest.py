@@ -1,0 +1,61 @@
+"""manifest.json: the one description of a built model that pages, API and index read."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+MANIFEST = "manifest.json"
+SCHEMA_VERSION = 1
+
+# Tools whose versions change the produced files; recorded beside every artifact.
+_TOOLS = ("tensorflow-cpu", "tensorflowjs", "tf_keras", "torch", "ultralytics", "onnx2tf",
+          "onnx", "mediapipe", "ai-edge-litert", "numpy")
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tool_versions() -> dict[str, str]:
+    out = {}
+    for dist in _TOOLS:
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def file_sizes(folder: Path) -> dict[str, int]:
+    """Relative path -> bytes for every file in a model folder (manifest excluded)."""
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_size
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def write(folder: Path, manifest: dict) -> Path:
+    path = Path(folder) / MANIFEST
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def read(folder: Path) -> dict | None:
+    path = Path(folder) / MANIFEST
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

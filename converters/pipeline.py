@@ -1,0 +1,145 @@
+"""What every conversion shares: temp folder, idempotence, progress, manifest, atomic install."""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import FAMILIES, model_folder_name
+from . import manifest as manifest_io
+from .errors import ConverterError
+from .sources import Source
+
+CONVERTER_VERSION = 1
+
+
+@dataclass
+class BuildContext:
+    """Handed to a family's ``build``: where to write, what from, and progress reporting."""
+    name: str
+    workdir: Path
+    source: Source
+    quantize: str
+    out: Path
+    steps: list = field(default_factory=list)
+
+    @contextlib.contextmanager
+    def step(self, label: str):
+        started = time.perf_counter()
+        print(f"[{self.name}] {label} ...", flush=True)
+        yield
+        seconds = time.perf_counter() - started
+        self.steps.append({"step": label, "seconds": round(seconds, 2)})
+        print(f"[{self.name}] {label} done in {seconds:.1f}s", flush=True)
+
+    def log(self, message: str) -> None:
+        print(f"[{self.name}]   {message}", flush=True)
+
+
+def family(name: str):
+    if name not in FAMILIES:
+        raise ConverterError(f"unknown model {name!r}; valid: {', '.join(FAMILIES)}",
+                             "run `python -m converters list`")
+    return importlib.import_module(FAMILIES[name])
+
+
+def options_of(weights: str | None, quantize: str) -> dict:
+    return {"quantize": quantize, "weights": "none" if weights == "none" else "given" if weights else "default"}
+
+
+def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
+    current = manifest_io.read(target)
+    return bool(current
+                and current.get("converter_version") == CONVERTER_VERSION
+                and current.get("source", {}).get("sha256") == source.sha256
+                and current.get("options") == options)
+
+
+def convert(name: str, weights: str | None = None, out: Path | None = None,
+            quantize: str = "none", force: bool = False) -> Path:
+    """Build one model into ``out/<name>[-<quantize>]``; returns the installed folder."""
+    from server.config import default_models_dir
+
+    mod = family(name)
+    out = Path(out) if out else default_models_dir()
+    target = out / model_folder_name(name, quantize)
+    started = time.perf_counter()
+    source = mod.resolve_source(weights)
+    options = options_of(weights, quantize)
+    if not force and is_up_to_date(target, source, options):
+        print(f"[{name}] up to date in {target} (same source sha256 and options; --force rebuilds)")
+        return target
+
+    out.mkdir(parents=True, exist_ok=True)
+    # Built beside the target (same filesystem) so the final rename is atomic.
+    workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out))
+    try:
+        ctx = BuildContext(name=name, workdir=workdir, source=source, quantize=quantize, out=out)
+        built = mod.build(ctx)
+        with ctx.step("write manifest"):
+            manifest = {
+                "schema_version": manifest_io.SCHEMA_VERSION,
+                "converter_version": CONVERTER_VERSION,
+                "id": target.name,
+                "name": name,
+                "task": mod.TASK,
+                "summary": mod.SUMMARY,
+                "quantization": quantize,
+                "source": source.describe(),
+                "options": options,
+                **built,
+                "files": manifest_io.file_sizes(workdir),
+                "tools": manifest_io.tool_versions(),
+                "created": manifest_io.now_iso(),
+            }
+            manifest["steps"] = ctx.steps
+            manifest_io.write(workdir, manifest)
+        _install(workdir, target)
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    print(f"[{name}] installed {target} in {time.perf_counter() - started:.1f}s total")
+    return target
+
+
+def _install(workdir: Path, target: Path) -> None:
+    """Swap the new folder in; the previous good model is kept until the swap succeeded."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        target.rename(old)
+    try:
+        workdir.rename(target)
+    except BaseException:
+        if old is not None:
+            old.rename(target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def available(weights_default_ok: bool = True) -> list[str]:
+    return list(FAMILIES)
+
+
+def summaries() -> list[tuple[str, str, str]]:
+    rows = []
+    for name in FAMILIES:
+        try:
+            mod = family(name)
+            rows.append((name, mod.TASK, mod.SUMMARY))
+        except ImportError as exc:  # a family module missing its optional deps
+            rows.append((name, "?", f"unavailable: {exc}"))
+    return rows
+
+
+def report_error(exc: ConverterError) -> None:
+    print(f"error: {exc.message}", file=sys.stderr)
+    if exc.fix:
+        print(f"  fix: {exc.fix}", file=sys.stderr)

@@ -1,0 +1,26 @@
+"""Configuration from environment variables, with defaults that work from a checkout."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_models_dir() -> Path:
+    return Path(os.environ.get("DATARAILROAD_MODELS", ROOT / "models")).resolve()
+
+
+def from_env() -> dict:
+    """Flask config keys read from the environment (DATARAILROAD_*)."""
+    env = os.environ
+    return {
+        "MODELS_DIR": default_models_dir(),
+        "NODE_MODULES_DIR": Path(env.get("DATARAILROAD_NODE_MODULES", ROOT / "node_modules")).resolve(),
+        # Upload limit (bytes): Flask answers 413 past it.
+        "MAX_CONTENT_LENGTH": int(env.get("DATARAILROAD_MAX_UPLOAD_BYTES", 10 * 1024 * 1024)),
+        # Decoded image limit (pixels): guards against decompression bombs.
+        "MAX_IMAGE_PIXELS": int(env.get("DATARAILROAD_MAX_IMAGE_PIXELS", 40_000_000)),
+        "HOST": env.get("DATARAILROAD_HOST", "127.0.0.1"),
+        "PORT": int(env.get("DATARAILROAD_PORT", 8000)),
+    }
