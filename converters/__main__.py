@@ -44,6 +44,9 @@ def main(argv=None) -> int:
         started = time.perf_counter()
         failed = []
         for name in names:
+            if args.name == "all" and not args.force and pipeline.is_installed(name, args.out, args.quantize):
+                print(f"[{name}] already installed (--force rebuilds it)")
+                continue
             try:
                 pipeline.convert(name, weights=args.weights, out=args.out,
                                  quantize=args.quantize, force=args.force)

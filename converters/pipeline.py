@@ -124,8 +124,11 @@ def _install(workdir: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def available(weights_default_ok: bool = True) -> list[str]:
-    return list(FAMILIES)
+def is_installed(name: str, out: Path | None, quantize: str) -> bool:
+    from server.config import default_models_dir
+
+    folder = Path(out) if out else default_models_dir()
+    return manifest_io.read(folder / model_folder_name(name, quantize)) is not None
 
 
 def summaries() -> list[tuple[str, str, str]]:

@@ -1,0 +1,24 @@
+"""DataRailroad web app: ``create_app()`` builds a Flask app; nothing heavy at import."""
+from __future__ import annotations
+
+from flask import Flask
+
+from . import config as _config
+
+
+def create_app(config: dict | None = None) -> Flask:
+    app = Flask(__name__, static_folder="../static", template_folder="../templates")
+    app.config.update(_config.from_env())
+    if config:
+        app.config.update(config)
+
+    from . import api, assets, errors, health, pages, security
+
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(assets.models_bp)
+    app.register_blueprint(assets.vendor_bp)
+    app.register_blueprint(health.bp)
+    app.register_blueprint(api.bp)
+    errors.register(app)
+    security.register(app)
+    return app

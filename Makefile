@@ -1,0 +1,55 @@
+# The two commands (see README):  make run   |   make test
+# Everything else here is a step they share.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+SHARED ?= ../shared
+YOLOV5N_WEIGHTS ?= $(SHARED)/models/yolov5n.pt
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test setup models serve system-deps clean-models bench
+
+run: setup models serve
+
+test: system-deps setup
+	@set +e; $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+setup: $(VENV)/.installed node_modules/.package-lock.json
+
+# torch first is not needed: the exact pins make pip take the CPU-usable wheels it has.
+# tensorflowjs & co. go in without their declared deps (they would replace tensorflow-cpu).
+# triton (pulled by torch) segfaults when TF is imported first; CPU use never needs it.
+$(VENV)/.installed: requirements.txt requirements-nodeps.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt
+	$(PY) -m pip uninstall -y -q triton || true
+	touch $@
+
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+# Converts every model whose weights can be had here; reports the others with their fix.
+models: setup
+	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then $(PY) -m converters yolov5n --weights "$(YOLOV5N_WEIGHTS)"; fi
+	@$(PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
+
+serve: setup
+	@echo "DataRailroad on http://$(HOST):$(PORT)/  (Ctrl+C stops)"
+	DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(VENV)/bin/gunicorn -c gunicorn.conf.py 'server:create_app()'
+
+# Chromium for the browser tests (Debian packages; test tools' own browser downloads fail offline).
+system-deps:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji; \
+	  else echo "chromium is missing: sudo apt-get install chromium chromium-driver"; exit 1; fi; fi
+
+bench: setup
+	$(PY) bench/convert.py
+
+clean-models:
+	rm -rf models

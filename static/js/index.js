@@ -1,0 +1,29 @@
+// Start page: report which TF.js backends work in this browser and which one the demos use.
+import {probeBackends, defaultBackend, showBackend} from './runtime.js';
+
+async function main() {
+  const probed = await probeBackends();
+  const chosen = defaultBackend(probed);
+  const body = document.querySelector('#backend-table tbody');
+  for (const p of probed) {
+    const row = document.createElement('tr');
+    row.dataset.backend = p.name;
+    row.dataset.ok = p.ok ? 'yes' : 'no';
+    for (const text of [p.name + (p.name === chosen ? ' (used)' : ''), p.ok ? 'yes' : 'no', p.note]) {
+      const cell = document.createElement('td');
+      cell.textContent = text;
+      row.append(cell);
+    }
+    body.append(row);
+  }
+  const summary = document.getElementById('backend-summary');
+  summary.dataset.backend = chosen || '';
+  summary.textContent = chosen
+    ? `The demos will run on ${chosen.toUpperCase()} here (you can switch on each page).`
+    : 'No TF.js backend works in this browser: the demos will use the server instead.';
+  if (chosen) showBackend(chosen);
+}
+
+main().catch((err) => {
+  document.getElementById('backend-summary').textContent = `Backend check failed: ${err.message}`;
+});
