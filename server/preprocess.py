@@ -54,11 +54,16 @@ def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
     return top * (1 - fy)[:, None, None] + bottom * fy[:, None, None]
 
 
+def round_half_up(value: float) -> int:
+    """JavaScript's Math.round (Python's round() rounds halves to even)."""
+    return int(np.floor(value + 0.5))
+
+
 def letterbox_geometry(src_w: int, src_h: int, dst_w: int, dst_h: int):
     """Scale and integer offsets of a centred letterbox (identical in geometry.js)."""
     scale = min(dst_w / src_w, dst_h / src_h)
-    new_w = max(1, round(src_w * scale))
-    new_h = max(1, round(src_h * scale))
+    new_w = max(1, round_half_up(src_w * scale))
+    new_h = max(1, round_half_up(src_h * scale))
     left = (dst_w - new_w) // 2
     top = (dst_h - new_h) // 2
     return new_w, new_h, left, top
@@ -67,8 +72,8 @@ def letterbox_geometry(src_w: int, src_h: int, dst_w: int, dst_h: int):
 def center_crop_geometry(src_w: int, src_h: int, dst_w: int, dst_h: int, crop_fraction: float):
     """Resize so the crop window (dst / crop_fraction) fits the shorter side, then crop the centre."""
     scale = max(dst_w / crop_fraction / src_w, dst_h / crop_fraction / src_h)
-    new_w = max(dst_w, round(src_w * scale))
-    new_h = max(dst_h, round(src_h * scale))
+    new_w = max(dst_w, round_half_up(src_w * scale))
+    new_h = max(dst_h, round_half_up(src_h * scale))
     left = (new_w - dst_w) // 2
     top = (new_h - dst_h) // 2
     return new_w, new_h, left, top

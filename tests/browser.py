@@ -81,3 +81,43 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def letterbox_rgb(image, width: int = 640, height: int = 480, fill: int = 0):
+    """Fit an RGB uint8 photo into width x height (centred, aspect kept), like a camera frame."""
+    import numpy as np
+    from PIL import Image
+
+    h, w = image.shape[:2]
+    scale = min(width / w, height / h)
+    new_w, new_h = round(w * scale), round(h * scale)
+    resized = np.asarray(Image.fromarray(image).resize((new_w, new_h), Image.BILINEAR))
+    canvas = np.full((height, width, 3), fill, np.uint8)
+    top, left = (height - new_h) // 2, (width - new_w) // 2
+    canvas[top:top + new_h, left:left + new_w] = resized
+    return canvas
+
+
+def write_y4m(path: Path, rgb, frames: int = 2) -> Path:
+    """A YUV4MPEG2 (4:2:0, BT.601 studio range) file Chromium's fake camera plays in a loop."""
+    import numpy as np
+
+    rgb = np.asarray(rgb, dtype=np.float32)
+    h, w = rgb.shape[:2]
+    assert h % 2 == 0 and w % 2 == 0, "4:2:0 needs even sizes"
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    y = 16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255
+    u = 128 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255
+    v = 128 + (112.0 * r - 93.786 * g - 18.214 * b) / 255
+
+    def sub(plane):  # 2x2 average for the chroma planes
+        return plane.reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
+
+    planes = [np.clip(np.round(p), 0, 255).astype(np.uint8) for p in (y, sub(u), sub(v))]
+    with open(path, "wb") as f:
+        f.write(f"YUV4MPEG2 W{w} H{h} F30:1 Ip A1:1 C420jpeg\n".encode())
+        for _ in range(frames):
+            f.write(b"FRAME\n")
+            for p in planes:
+                f.write(p.tobytes())
+    return Path(path)

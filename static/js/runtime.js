@@ -83,6 +83,20 @@ export async function loadModel(url, onProgress) {
   return tf.loadGraphModel(url, {onProgress: (fraction) => onProgress && onProgress(fraction)});
 }
 
+// Graph models with dynamic ops (NMS, control flow) need executeAsync; the others run
+// faster and quieter with execute. Learned once per model on its first call.
+export async function runModel(model, feed, outputs) {
+  if (!model.needsAsync) {
+    try {
+      return model.execute(feed, outputs);
+    } catch (err) {
+      if (!/executeAsync|dynamic/i.test(String(err && err.message))) throw err;
+      model.needsAsync = true;
+    }
+  }
+  return model.executeAsync(feed, outputs);
+}
+
 // One pass on zeros compiles shaders / allocates kernels before the first real frame.
 export async function warmUp(model) {
   const inputs = model.inputs.map((input) => {
@@ -91,7 +105,9 @@ export async function warmUp(model) {
   });
   const started = performance.now();
   const feed = inputs.length === 1 ? inputs[0] : Object.fromEntries(model.inputs.map((inp, i) => [inp.name, inputs[i]]));
-  const out = await model.executeAsync(feed);
+  const out = await runModel(model, feed);
+  // Reading one value waits for the backend to finish (WebGL/WebGPU run asynchronously).
+  await (Array.isArray(out) ? out[0] : out).data();
   tf.dispose(out);
   tf.dispose(inputs);
   return performance.now() - started;
@@ -100,4 +116,82 @@ export async function warmUp(model) {
 export function pageData() {
   const node = document.getElementById('page-data');
   return node ? JSON.parse(node.textContent || '{}') : {};
+}
+
+// ---- Backend choice: the fastest measured for a model, remembered per model ----
+
+const STORAGE_PREFIX = 'datarailroad.backend.';
+
+export function rememberedBackend(modelId) {
+  try {
+    return localStorage.getItem(STORAGE_PREFIX + modelId);
+  } catch (err) {
+    return null;
+  }
+}
+
+export function rememberBackend(modelId, backend) {
+  try {
+    localStorage.setItem(STORAGE_PREFIX + modelId, backend);
+  } catch (err) { /* private mode: choose again next time */ }
+}
+
+// Candidates worth timing: every working backend but CPU (always slowest), and not a
+// software WebGL when WASM works (10-20x slower: minutes of warm-up for nothing).
+export function timingCandidates(probed) {
+  const works = probed.filter((p) => p.ok).map((p) => p.name);
+  let candidates = works.filter((n) => n !== 'cpu');
+  if (candidates.includes('wasm') && isSoftwareRenderer(webglRenderer())) {
+    candidates = candidates.filter((n) => n !== 'webgl');
+  }
+  return candidates.length ? candidates : works;
+}
+
+// override (URL ?backend= or the selector) > remembered > fastest measured.
+// timeOne(backend) loads the model there and returns the ms of one warm run.
+export async function chooseBackend(modelId, probed, timeOne, override) {
+  const works = (n) => probed.some((p) => p.name === n && p.ok);
+  if (override && works(override)) return {backend: override, reason: 'chosen'};
+  const remembered = rememberedBackend(modelId);
+  if (remembered && works(remembered)) return {backend: remembered, reason: 'remembered'};
+  const candidates = timingCandidates(probed);
+  if (candidates.length === 1) return {backend: candidates[0], reason: 'only one'};
+  const timings = {};
+  for (const name of candidates) {
+    try {
+      await useBackend(name);
+      timings[name] = await timeOne(name);
+    } catch (err) {
+      timings[name] = Infinity;
+    }
+  }
+  const best = Object.keys(timings).reduce((a, b) => (timings[a] <= timings[b] ? a : b));
+  rememberBackend(modelId, best);
+  return {backend: best, reason: 'fastest', timings};
+}
+
+export function urlOverride(name) {
+  return new URLSearchParams(location.search).get(name);
+}
+
+// ---- A loaded model: manifest + graph on the current backend ----
+
+export async function fetchManifest(modelId) {
+  const response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
+  if (!response.ok) throw new Error(`manifest of ${modelId}: HTTP ${response.status}`);
+  return response.json();
+}
+
+export function graphUrl(manifest, part = 'model') {
+  const path = manifest.tfjs[part] || Object.values(manifest.tfjs)[0];
+  return `/models/${encodeURIComponent(manifest.id)}/${path}`;
+}
+
+// Median ms of `runs` executions of a warm model on zeros (used to compare backends).
+export async function timeModel(model, runs = 2) {
+  await warmUp(model);
+  const times = [];
+  for (let i = 0; i < runs; i++) times.push(await warmUp(model));
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)];
 }

@@ -1,0 +1,266 @@
+// Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
+// and a results list. One frame in flight; every tensor disposed.
+import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
+import {LoadPanel, openModel, describeChoice} from './session.js';
+import {prepareInput} from './geometry.js';
+import {decode, outputNames} from './detector.js';
+import {drawFrame, drawBoxes} from './draw.js';
+import {Hud} from './hud.js';
+import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError} from './inputs.js';
+
+const tf = globalThis.tf;
+const $ = (id) => document.getElementById(id);
+
+const state = {
+  opened: null,        // {manifest, model, backend, ...}
+  probed: [],
+  source: null,        // 'camera' | 'video' | 'image'
+  image: null,         // ImageBitmap for the image source
+  busy: false,
+  paused: false,
+  frames: 0,
+  stopLoop: null,
+  lastResult: null,
+};
+
+const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
+const panel = new LoadPanel();
+const view = $('view');
+const ctx = view.getContext('2d');
+const grab = document.createElement('canvas');   // the frame being inferred, drawn with its boxes
+const grabCtx = grab.getContext('2d', {willReadFrequently: true});  // CPU-backed: fast pixel reads
+
+function options() {
+  const selected = Array.from($('class-filter').selectedOptions).map((o) => Number(o.value));
+  return {
+    score: Number($('score').value),
+    iou: Number($('iou').value),
+    maxDet: Math.max(1, Number($('max-det').value) || 100),
+    classes: new Set(selected),
+  };
+}
+
+function showMessage(text) {
+  const el = $('camera-message');
+  el.hidden = !text;
+  el.textContent = text || '';
+}
+
+function renderResults(result) {
+  const list = $('results');
+  list.replaceChildren(...result.detections.map((d) => {
+    const li = document.createElement('li');
+    li.dataset.classId = d.class_id;
+    li.dataset.label = d.label;
+    li.dataset.score = d.score.toFixed(4);
+    li.dataset.box = d.box.map((v) => v.toFixed(1)).join(',');
+    li.textContent = `${d.label} ${(d.score * 100).toFixed(0)}% — [${d.box.map((v) => Math.round(v)).join(', ')}]`;
+    return li;
+  }));
+  list.dataset.frame = String(state.frames);
+  list.dataset.count = String(result.detections.length);
+  list.dataset.width = String(result.image.width);
+  list.dataset.height = String(result.image.height);
+}
+
+// One frame through the whole pipeline; returns the shared result schema.
+async function processFrame(source, mirrored) {
+  const {manifest, model} = state.opened;
+  const t0 = performance.now();
+  const width = source.videoWidth || source.width;
+  const height = source.videoHeight || source.height;
+  if (grab.width !== width || grab.height !== height) {
+    grab.width = width;
+    grab.height = height;
+  }
+  grabCtx.drawImage(source, 0, 0, width, height);
+  const frame = prepareInput(grab, manifest.input);
+  const t1 = performance.now();
+  let outputs;
+  try {
+    outputs = await runModel(model, frame.input, outputNames(manifest));
+  } finally {
+    frame.input.dispose();
+  }
+  outputs = Array.isArray(outputs) ? outputs : [outputs];
+  const t2 = performance.now();
+  let detections;
+  try {
+    detections = await decode(manifest, outputs, frame, options());
+  } finally {
+    tf.dispose(outputs);
+  }
+  const t3 = performance.now();
+  if (view.width !== width || view.height !== height) {
+    view.width = width;
+    view.height = height;
+  }
+  drawFrame(ctx, grab, mirrored);
+  drawBoxes(ctx, detections, mirrored);
+  state.frames += 1;
+  const timing = {preprocess: t1 - t0, model: t2 - t1, postprocess: t3 - t2};
+  const result = {model: manifest.id, image: {width, height}, detections, timing_ms: timing};
+  renderResults(result);
+  timing.draw = performance.now() - t3;
+  hud.frame(timing);
+  state.lastResult = result;
+  return result;
+}
+
+function stopLoop() {
+  if (state.stopLoop) state.stopLoop();
+  state.stopLoop = null;
+}
+
+function startVideoLoop(video, mirrored) {
+  stopLoop();
+  hud.reset();
+  state.stopLoop = onVideoFrames(video, () => {
+    if (state.busy || state.paused || !state.opened) return;   // never two frames in flight
+    state.busy = true;
+    processFrame(video, mirrored)
+      .catch((err) => showMessage(`Detection failed: ${err.message}`))
+      .finally(() => { state.busy = false; });
+  });
+}
+
+async function runImage() {
+  if (!state.image || !state.opened) return;
+  while (state.busy) await new Promise((r) => setTimeout(r, 10));
+  state.busy = true;
+  try {
+    await processFrame(state.image, false);
+  } finally {
+    state.busy = false;
+  }
+}
+
+function enableSourceControls() {
+  $('pause-button').disabled = state.source === 'image';
+  $('snapshot-button').disabled = false;
+  $('drop-hint').hidden = true;
+}
+
+async function startCamera() {
+  const video = $('video');
+  try {
+    await openCamera(video);
+  } catch (err) {
+    showMessage(err instanceof CameraError ? err.message : `Camera failed: ${err.message}`);
+    return false;
+  }
+  showMessage('');
+  state.source = 'camera';
+  enableSourceControls();
+  startVideoLoop(video, true);   // selfie view: mirrored like a mirror
+  return true;
+}
+
+async function useFiles(files) {
+  const file = files[0];
+  if (!file) return;
+  const video = $('video');
+  try {
+    if (file.type.startsWith('video/')) {
+      stopStream(video);
+      await openVideoFile(video, file);
+      state.source = 'video';
+      enableSourceControls();
+      startVideoLoop(video, false);
+    } else {
+      const image = await decodeImage(file);
+      stopLoop();
+      stopStream(video);
+      video.pause();
+      if (state.image) state.image.close();
+      state.image = image;
+      state.source = 'image';
+      enableSourceControls();
+      await runImage();
+    }
+    showMessage('');
+  } catch (err) {
+    showMessage(err.message);
+  }
+}
+
+function fillClassFilter(labels) {
+  const select = $('class-filter');
+  select.replaceChildren(...labels.map((label, i) => new Option(label, String(i))));
+}
+
+async function openSelectedModel() {
+  stopLoop();
+  if (state.opened) state.opened.model.dispose();
+  state.opened = null;
+  const choice = $('backend-select').value;
+  const override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
+  state.opened = await openModel($('model-select').value, state.probed, override, panel);
+  fillClassFilter(state.opened.manifest.labels);
+  const nms = state.opened.manifest.nms;
+  if (nms && state.opened.manifest.outputs.format === 'nms') {
+    // In-graph NMS: its IoU is baked in, and scores below its floor never come out.
+    $('iou').disabled = true;
+    $('iou').value = nms.iou;
+    $('iou-value').textContent = `${nms.iou} (in model)`;
+    $('score').min = nms.score;
+  } else {
+    $('iou').disabled = false;
+  }
+  panel.status(describeChoice(state.opened), 'ready');
+  document.body.dataset.backend = state.opened.backend;
+}
+
+async function main() {
+  const models = pageData().models || [];
+  if (!models.length) return;
+  state.probed = await probeBackends();
+  for (const option of $('backend-select').options) {
+    if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
+  }
+  const forced = urlOverride('backend');
+  if (forced) $('backend-select').value = forced;
+  await openSelectedModel();
+
+  $('camera-button').addEventListener('click', startCamera);
+  $('video-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
+  $('image-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
+  acceptFiles($('stage'), useFiles);
+  $('pause-button').addEventListener('click', () => {
+    state.paused = !state.paused;
+    $('pause-button').textContent = state.paused ? 'Resume' : 'Pause';
+  });
+  $('snapshot-button').addEventListener('click', () => {
+    view.toBlob((blob) => {
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(blob);
+      a.download = `detections-${new Date().toISOString().replace(/[:.]/g, '-')}.png`;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+    }, 'image/png');
+  });
+  for (const id of ['score', 'iou']) {
+    $(id).addEventListener('input', () => {
+      $(`${id}-value`).textContent = $(id).value;
+      if (state.source === 'image') runImage();
+    });
+  }
+  $('max-det').addEventListener('change', () => state.source === 'image' && runImage());
+  $('class-filter').addEventListener('change', () => state.source === 'image' && runImage());
+  const reopen = async () => {
+    const source = state.source;
+    await openSelectedModel();
+    if (source === 'image') await runImage();
+    else if (source) startVideoLoop($('video'), source === 'camera');
+  };
+  $('model-select').addEventListener('change', reopen);
+  $('backend-select').addEventListener('change', reopen);
+
+  // A live demo starts live: open the camera unless the page was asked not to.
+  if (urlOverride('camera') !== '0') await startCamera();
+}
+
+main().catch((err) => {
+  panel.status(`Could not start: ${err.message}`, 'error');
+  console.error(err);
+});

@@ -1,0 +1,74 @@
+// Detector outputs -> the shared result schema, for both manifest formats:
+//   "nms"       NMS inside the graph: boxes [1,N,4] x1,y1,x2,y2 / input size, scores, classes, valid
+//   "yolo-raw"  raw head [1, 4+nc, A]: cx,cy,w,h in input pixels + per-class scores (decoded here)
+// Boxes come back in source-image pixels via the letterbox inverse.
+const tf = globalThis.tf;
+
+export function outputNames(manifest) {
+  return (manifest.outputs.tensors || []).map((t) => t.name);
+}
+
+function tensorByKey(manifest, outputs, key) {
+  const i = manifest.outputs.tensors.findIndex((t) => (t.key || t.name) === key);
+  return outputs[i];
+}
+
+function toSourceBox(box, transform, width, height) {
+  const [x1, y1] = transform.toSource(box[0], box[1]);
+  const [x2, y2] = transform.toSource(box[2], box[3]);
+  const clamp = (v, hi) => Math.min(Math.max(v, 0), hi);
+  return [clamp(x1, width), clamp(y1, height), clamp(x2, width), clamp(y2, height)];
+}
+
+function keep(options, classId, score) {
+  if (score < options.score) return false;
+  return !options.classes || options.classes.size === 0 || options.classes.has(classId);
+}
+
+async function decodeNms(manifest, outputs, frame, options) {
+  const [, inH, inW] = manifest.input.shape;
+  const [boxes, scores, classes, valid] = await Promise.all(
+    ['boxes', 'scores', 'classes', 'valid_detections'].map((k) => tensorByKey(manifest, outputs, k).data()));
+  const detections = [];
+  for (let i = 0; i < valid[0] && detections.length < options.maxDet; i++) {
+    const classId = Math.round(classes[i]);
+    if (!keep(options, classId, scores[i])) continue;
+    const b = boxes.subarray(i * 4, i * 4 + 4);
+    detections.push({class_id: classId, label: manifest.labels[classId], score: scores[i],
+                     box: toSourceBox([b[0] * inW, b[1] * inH, b[2] * inW, b[3] * inH],
+                                      frame.transform, frame.width, frame.height)});
+  }
+  return detections;
+}
+
+async function decodeRaw(manifest, outputs, frame, options) {
+  // [1, 4+nc, A] -> per anchor: box (x1,y1,x2,y2) and best class; NMS on the GPU/WASM side.
+  const [boxes, best, bestClass] = tf.tidy(() => {
+    const rows = outputs[0].squeeze([0]).transpose();          // [A, 4+nc]
+    const [cxcywh, classScores] = tf.split(rows, [4, rows.shape[1] - 4], 1);
+    const [cx, cy, w, h] = tf.split(cxcywh, 4, 1);
+    const xyxy = tf.concat([cx.sub(w.div(2)), cy.sub(h.div(2)), cx.add(w.div(2)), cy.add(h.div(2))], 1);
+    return [xyxy, classScores.max(1), classScores.argMax(1)];
+  });
+  // NMS wants y1,x1,y2,x2; the order only matters consistently for IoU.
+  const nmsBoxes = tf.tidy(() => tf.gather(boxes, [1, 0, 3, 2], 1));
+  const kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet * 4, options.iou, options.score);
+  const [idx, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
+  tf.dispose([boxes, best, bestClass, nmsBoxes, kept]);
+  const detections = [];
+  for (const i of idx) {
+    if (detections.length >= options.maxDet) break;
+    if (!keep(options, c[i], s[i])) continue;
+    detections.push({class_id: c[i], label: manifest.labels[c[i]], score: s[i],
+                     box: toSourceBox(Array.from(b.subarray(i * 4, i * 4 + 4)), frame.transform,
+                                      frame.width, frame.height)});
+  }
+  return detections;
+}
+
+export async function decode(manifest, outputs, frame, options) {
+  const format = manifest.outputs.format;
+  if (format === 'nms') return decodeNms(manifest, outputs, frame, options);
+  if (format === 'yolo-raw') return decodeRaw(manifest, outputs, frame, options);
+  throw new Error(`unknown detector output format ${format}`);
+}

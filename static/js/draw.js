@@ -1,0 +1,79 @@
+// Drawing on the display canvas: the frame (mirrored for a selfie camera), boxes with
+// labels, hand keypoints and skeletons. Coordinates arrive in source pixels.
+
+export function classColor(classId) {
+  // Golden-angle hues: neighbouring class ids get distinct colours.
+  return `hsl(${(classId * 137.508) % 360}, 85%, 50%)`;
+}
+
+export function drawFrame(ctx, frame, mirrored) {
+  const {width, height} = ctx.canvas;
+  ctx.save();
+  if (mirrored) {
+    ctx.translate(width, 0);
+    ctx.scale(-1, 1);
+  }
+  ctx.drawImage(frame, 0, 0, width, height);
+  ctx.restore();
+}
+
+// Source x -> canvas x (the canvas has the source's size; a mirrored view flips x).
+function viewX(x, width, mirrored) {
+  return mirrored ? width - x : x;
+}
+
+export function drawBoxes(ctx, detections, mirrored) {
+  const width = ctx.canvas.width;
+  const lineWidth = Math.max(2, Math.round(width / 320));
+  ctx.lineWidth = lineWidth;
+  ctx.font = `${Math.max(12, Math.round(width / 45))}px system-ui, sans-serif`;
+  ctx.textBaseline = 'top';
+  for (const d of detections) {
+    const [x1, y1, x2, y2] = d.box;
+    const left = Math.min(viewX(x1, width, mirrored), viewX(x2, width, mirrored));
+    const color = classColor(d.class_id);
+    ctx.strokeStyle = color;
+    ctx.strokeRect(left, y1, x2 - x1, y2 - y1);
+    const text = `${d.label} ${(d.score * 100).toFixed(0)}%`;
+    const textW = ctx.measureText(text).width + 8;
+    const textH = parseInt(ctx.font, 10) + 6;
+    const top = y1 - textH >= 0 ? y1 - textH : y1;
+    ctx.fillStyle = color;
+    ctx.fillRect(left - lineWidth / 2, top, textW, textH);
+    ctx.fillStyle = '#fff';
+    ctx.fillText(text, left + 4 - lineWidth / 2, top + 3);
+  }
+}
+
+// MediaPipe's 21-point hand: wrist, then 4 joints per finger, thumb first.
+export const HAND_EDGES = [
+  [0, 1], [1, 2], [2, 3], [3, 4], [0, 5], [5, 6], [6, 7], [7, 8], [5, 9], [9, 10], [10, 11],
+  [11, 12], [9, 13], [13, 14], [14, 15], [15, 16], [13, 17], [0, 17], [17, 18], [18, 19], [19, 20],
+];
+
+export function drawHand(ctx, keypoints, color, mirrored, label) {
+  const width = ctx.canvas.width;
+  const pts = keypoints.map(([x, y]) => [viewX(x, width, mirrored), y]);
+  const r = Math.max(3, Math.round(width / 200));
+  ctx.lineWidth = Math.max(2, r / 1.5);
+  ctx.strokeStyle = color;
+  for (const [a, b] of HAND_EDGES) {
+    ctx.beginPath();
+    ctx.moveTo(...pts[a]);
+    ctx.lineTo(...pts[b]);
+    ctx.stroke();
+  }
+  ctx.fillStyle = '#fff';
+  for (const [x, y] of pts) {
+    ctx.beginPath();
+    ctx.arc(x, y, r, 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.stroke();
+  }
+  if (label) {
+    ctx.font = `${Math.max(14, Math.round(width / 40))}px system-ui, sans-serif`;
+    ctx.fillStyle = color;
+    ctx.textBaseline = 'top';
+    ctx.fillText(label, pts[0][0] + r * 2, pts[0][1] + r * 2);
+  }
+}

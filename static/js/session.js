@@ -1,0 +1,62 @@
+// Opening a model on a page: manifest, backend choice (timed or remembered), graph load
+// with byte progress, warm-up; and the status panel that reports each step.
+import {chooseBackend, fetchManifest, graphUrl, loadModel, timeModel, useBackend, warmUp} from './runtime.js';
+
+export class LoadPanel {
+  constructor() {
+    this.panel = document.getElementById('model-status');
+    this.line = document.getElementById('status-line');
+    this.bar = document.getElementById('load-progress');
+    this.text = document.getElementById('load-text');
+  }
+
+  status(text, state) {
+    if (this.line) this.line.textContent = text;
+    if (state && this.panel) this.panel.dataset.state = state;
+  }
+
+  progress(fraction) {
+    if (!this.bar) return;
+    this.bar.parentElement.hidden = fraction >= 1;
+    this.bar.value = fraction;
+    this.text.textContent = `${Math.round(fraction * 100)}%`;
+  }
+}
+
+// -> {manifest, model, backend, reason, timings, warmMs}
+export async function openModel(modelId, probed, override, panel, part = 'model') {
+  panel.status('Reading the model manifest…', 'loading');
+  const manifest = await fetchManifest(modelId);
+  const url = graphUrl(manifest, part);
+  const load = () => loadModel(url, (f) => panel.progress(f));
+  const choice = await chooseBackend(modelId, probed, async (name) => {
+    panel.status(`Timing ${name}…`);
+    const model = await load();
+    if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
+    try {
+      return await timeModel(model);
+    } finally {
+      model.dispose();
+    }
+  }, override);
+  await useBackend(choice.backend);
+  panel.status(`Loading on ${choice.backend}…`);
+  const started = performance.now();
+  const model = await load();
+  // The converter knows whether the graph has dynamic ops (in-graph NMS): no trial run.
+  if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
+  const loadMs = performance.now() - started;
+  panel.status('Warming up…');
+  const warmMs = await warmUp(model);
+  panel.progress(1);
+  return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
+}
+
+export function describeChoice(opened) {
+  const how = {chosen: 'as chosen', remembered: 'remembered fastest', fastest: 'fastest measured',
+               'only one': 'the only fast one here'}[opened.reason] || opened.reason;
+  const timed = opened.timings
+    ? ' (' + Object.entries(opened.timings).map(([k, v]) => `${k} ${Number.isFinite(v) ? v.toFixed(0) + ' ms' : 'failed'}`).join(', ') + ')'
+    : '';
+  return `${opened.manifest.title || opened.manifest.id} on ${opened.backend}, ${how}${timed}; warm-up ${opened.warmMs.toFixed(0)} ms.`;
+}
