@@ -121,3 +121,48 @@ def write_y4m(path: Path, rgb, frames: int = 2) -> Path:
             for p in planes:
                 f.write(p.tobytes())
     return Path(path)
+
+
+def launch(playwright, extra_args=()):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS + list(extra_args))
+
+
+def read_y4m_rgb(path: Path):
+    """First frame of a y4m written by write_y4m, back to RGB (what the camera shows)."""
+    import numpy as np
+
+    data = Path(path).read_bytes()
+    header, rest = data.split(b"\n", 1)
+    fields = {f[0:1]: f[1:] for f in header.split()[1:]}
+    w, h = int(fields[b"W"]), int(fields[b"H"])
+    frame = rest[len(b"FRAME\n"):]
+    y = np.frombuffer(frame, np.uint8, w * h).reshape(h, w).astype(np.float32)
+    u = np.frombuffer(frame, np.uint8, w * h // 4, w * h).reshape(h // 2, w // 2).astype(np.float32)
+    v = np.frombuffer(frame, np.uint8, w * h // 4, w * h + w * h // 4).reshape(h // 2, w // 2).astype(np.float32)
+    u = u.repeat(2, 0).repeat(2, 1) - 128
+    v = v.repeat(2, 0).repeat(2, 1) - 128
+    c = (y - 16) * 255 / 219
+    r = c + 1.402 * 255 / 224 * v
+    g = c - 0.344136 * 255 / 224 * u - 0.714136 * 255 / 224 * v
+    b = c + 1.772 * 255 / 224 * u
+    return np.clip(np.round(np.stack([r, g, b], -1)), 0, 255).astype(np.uint8)
+
+
+def drop_files(page, selector: str, files: list[tuple[str, str, bytes]]):
+    """Simulate dropping files (name, mime type, bytes) on an element."""
+    import base64
+
+    payload = [{"name": n, "type": t, "b64": base64.b64encode(b).decode()} for n, t, b in files]
+    page.evaluate(
+        """([selector, files]) => {
+            const dt = new DataTransfer();
+            for (const f of files) {
+              const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
+              dt.items.add(new File([bytes], f.name, {type: f.type}));
+            }
+            const target = document.querySelector(selector);
+            target.dispatchEvent(new DragEvent('dragover', {dataTransfer: dt, bubbles: true, cancelable: true}));
+            target.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));
+        }""",
+        [selector, payload],
+    )

@@ -42,3 +42,12 @@ def built_model(models_dir):
         return cache[key]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def pw():
+    """One Playwright driver per session (a second sync_playwright in one thread fails)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p

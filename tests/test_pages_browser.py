@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.browser import CHROMIUM, FLAGS, live_server, open_page, screenshot
+from tests.browser import CHROMIUM, launch, live_server, open_page, screenshot
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -51,13 +51,10 @@ def tiny_classifier(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
+def browser(pw):
+    b = launch(pw)
+    yield b
+    b.close()
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +70,10 @@ def base_url(tiny_classifier):
 def test_page_is_offline_and_clean(browser, base_url, path):
     context = browser.new_context()
     page, log = open_page(context, base_url + path)
-    page.wait_for_selector("#backend-badge[data-backend]:not([data-backend=''])", timeout=60_000)
-    if path == "/classify":
+    page.wait_for_load_state("networkidle")
+    if path == "/":
+        page.wait_for_selector("#backend-badge[data-backend]:not([data-backend=''])", timeout=60_000)
+    elif path == "/classify":
         page.wait_for_selector("#model-status[data-state='ready']", timeout=60_000)
     elif path != "/":
         assert page.get_attribute("#model-status", "data-state") == "missing"

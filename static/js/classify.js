@@ -73,7 +73,7 @@ function fillCard(card, preview, result) {
     const li = document.createElement('li');
     li.dataset.classId = t.class_id;
     li.dataset.label = t.label;
-    li.dataset.probability = t.probability.toFixed(6);
+    li.dataset.probability = String(t.probability);
     const name = document.createElement('span');
     name.textContent = t.label;
     const pct = document.createElement('span');

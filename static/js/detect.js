@@ -26,7 +26,7 @@ const state = {
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
 const panel = new LoadPanel();
 const view = $('view');
-const ctx = view.getContext('2d');
+const ctx = view && view.getContext('2d');   // absent when no model is installed
 const grab = document.createElement('canvas');   // the frame being inferred, drawn with its boxes
 const grabCtx = grab.getContext('2d', {willReadFrequently: true});  // CPU-backed: fast pixel reads
 
