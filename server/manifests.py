@@ -45,6 +45,13 @@ def load(model_id: str) -> dict | None:
     return None
 
 
+def browser_bytes(manifest: dict) -> int:
+    """Download size for a page: the files of the TF.js graph folders only."""
+    folders = {path.rsplit("/", 1)[0] + "/" for path in (manifest.get("tfjs") or {}).values()}
+    return sum(size for name, size in manifest.get("files", {}).items()
+               if any(name.startswith(folder) for folder in folders))
+
+
 def summary(manifest: dict) -> dict:
     """What pages, the index and /readyz need: no labels or per-file detail."""
     parity = manifest.get("parity", {})
@@ -57,7 +64,7 @@ def summary(manifest: dict) -> dict:
         "input": manifest.get("input"),
         "outputs": {"format": manifest.get("outputs", {}).get("format")},
         "tfjs": manifest.get("tfjs"),
-        "bytes": sum(manifest.get("files", {}).values()),
+        "bytes": browser_bytes(manifest),
         "parity_passed": parity.get("passed"),
         "source": {"kind": manifest.get("source", {}).get("kind")},
         "created": manifest.get("created"),

@@ -44,27 +44,31 @@ export function prepareInput(source, spec) {
   const input = tf.tidy(() => {
     const pixels = (isTensor ? source : tf.browser.fromPixels(source)).toFloat();
     let x;
+    // Same-size resizes and identity normalisation are skipped: each op is a full pass.
+    const resizeTo = (h, w) => (h === height && w === width ? pixels
+                                : tf.image.resizeBilinear(pixels, [h, w], false, true));
     if (resize === 'letterbox') {
       const g = letterboxGeometry(width, height, dstW, dstH);
-      const resized = tf.image.resizeBilinear(pixels, [g.newH, g.newW], false, true);
-      x = tf.pad(resized, [[g.top, dstH - g.newH - g.top], [g.left, dstW - g.newW - g.left], [0, 0]],
+      x = tf.pad(resizeTo(g.newH, g.newW), [[g.top, dstH - g.newH - g.top], [g.left, dstW - g.newW - g.left], [0, 0]],
                  spec.pad_value || 0);
       transform = makeTransform(g.newW / width, g.newH / height, g.left, g.top);
     } else if (resize === 'center-crop') {
       const g = centerCropGeometry(width, height, dstW, dstH, spec.crop_fraction || 1);
-      const resized = tf.image.resizeBilinear(pixels, [g.newH, g.newW], false, true);
-      x = tf.slice(resized, [g.top, g.left, 0], [dstH, dstW, 3]);
+      x = tf.slice(resizeTo(g.newH, g.newW), [g.top, g.left, 0], [dstH, dstW, 3]);
       transform = makeTransform(g.newW / width, g.newH / height, -g.left, -g.top);
     } else if (resize === 'stretch') {
-      x = tf.image.resizeBilinear(pixels, [dstH, dstW], false, true);
+      x = resizeTo(dstH, dstW);
       transform = makeTransform(dstW / width, dstH / height, 0, 0);
     } else {
       throw new Error(`unknown resize method ${resize}`);
     }
     const scale = spec.scale ?? 1;
-    const mean = tf.tensor1d(spec.mean || [0, 0, 0]);
-    const std = tf.tensor1d(spec.std || [1, 1, 1]);
-    return x.mul(scale).sub(mean).div(std).expandDims(0);
+    if (scale !== 1) x = x.mul(scale);
+    const mean = spec.mean || [0, 0, 0];
+    const std = spec.std || [1, 1, 1];
+    if (mean.some((v) => v !== 0)) x = x.sub(tf.tensor1d(mean));
+    if (std.some((v) => v !== 1)) x = x.div(tf.tensor1d(std));
+    return x.expandDims(0);
   });
   return {input, transform, width, height};
 }
