@@ -63,9 +63,7 @@ function newCard(name) {
   return card;
 }
 
-function fillCard(card, preview, result) {
-  const img = document.createElement('img');
-  img.src = preview;
+function fillCard(card, img, result) {
   img.alt = card.dataset.file;
   const list = document.createElement('ol');
   list.className = 'top5';
@@ -93,6 +91,7 @@ function fillCard(card, preview, result) {
   card.querySelector('.body').replaceChildren(img, list, ms);
   card.dataset.state = 'done';
   card.dataset.ms = result.timing_ms.model.toFixed(2);
+  card.dataset.preprocessMs = result.timing_ms.preprocess.toFixed(2);
 }
 
 function failCard(card, message) {
@@ -104,14 +103,19 @@ function failCard(card, message) {
 }
 
 // Each image goes through the queue alone: one inference at a time, cards in order.
+// preview(bitmap) returns the element shown on the card.
 function enqueue(name, getBitmap, preview) {
   const card = newCard(name);
   state.queue = state.queue.then(async () => {
     let bitmap;
+    const started = performance.now();
     try {
       bitmap = await getBitmap();
+      const decodeMs = performance.now() - started;
       const result = await classify(bitmap);
-      fillCard(card, await preview(bitmap), result);
+      fillCard(card, preview(bitmap), result);
+      card.dataset.decodeMs = decodeMs.toFixed(2);
+      card.dataset.totalMs = (performance.now() - started).toFixed(2);
     } catch (err) {
       failCard(card, err.message);
     } finally {
@@ -125,18 +129,32 @@ function enqueue(name, getBitmap, preview) {
   return state.queue;
 }
 
-// Preview of what was classified, as a small data URL (the bitmap is closed afterwards).
-async function bitmapPreview(bitmap) {
+// A file previews as itself (an object URL: no re-encoding); it is revoked on Clear.
+function filePreview(file) {
+  return () => {
+    const img = document.createElement('img');
+    img.src = URL.createObjectURL(file);
+    return img;
+  };
+}
+
+// A camera frame previews as a small canvas copy (the bitmap is closed afterwards).
+function bitmapPreview(bitmap) {
   const scale = Math.min(1, 480 / Math.max(bitmap.width, bitmap.height));
   const canvas = document.createElement('canvas');
   canvas.width = Math.round(bitmap.width * scale);
   canvas.height = Math.round(bitmap.height * scale);
   canvas.getContext('2d').drawImage(bitmap, 0, 0, canvas.width, canvas.height);
-  return canvas.toDataURL('image/jpeg', 0.85);
+  return canvas;
+}
+
+function clearCards() {
+  for (const img of $('cards').querySelectorAll('img')) URL.revokeObjectURL(img.src);
+  $('cards').replaceChildren();
 }
 
 function addFiles(files) {
-  for (const file of files) enqueue(file.name || 'pasted image', () => decodeImage(file), bitmapPreview);
+  for (const file of files) enqueue(file.name || 'pasted image', () => decodeImage(file), filePreview(file));
 }
 
 async function snapshot() {
@@ -177,7 +195,7 @@ async function main() {
   });
   acceptFiles($('dropzone'), addFiles);
   $('camera-button').addEventListener('click', snapshot);
-  $('clear-button').addEventListener('click', () => $('cards').replaceChildren());
+  $('clear-button').addEventListener('click', clearCards);
   const reopen = () => { state.queue = state.queue.then(openSelectedModel); };
   $('model-select').addEventListener('change', reopen);
   $('backend-select').addEventListener('change', reopen);
