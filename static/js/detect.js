@@ -103,6 +103,8 @@ async function processFrame(source, mirrored) {
   renderResults(result);
   timing.draw = performance.now() - t3;
   hud.frame(timing);
+  $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
+  if (!document.body.dataset.firstResultMs) document.body.dataset.firstResultMs = performance.now().toFixed(0);
   state.lastResult = result;
   return result;
 }
