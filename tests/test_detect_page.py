@@ -143,3 +143,35 @@ def test_camera_missing_keeps_file_inputs_usable(pw, base_url):
         browser.close()
     assert "camera" in message.lower()
     assert "bus" in labels
+
+
+# A browser without WebAssembly and without WebGL (as some locked-down or old browsers are).
+NO_WASM_NO_WEBGL = """
+delete globalThis.WebAssembly;
+for (const Canvas of [HTMLCanvasElement, globalThis.OffscreenCanvas]) {
+  if (!Canvas) continue;
+  const getContext = Canvas.prototype.getContext;
+  Canvas.prototype.getContext = function (kind, ...rest) {
+    return /webgl/i.test(kind) ? null : getContext.call(this, kind, ...rest);
+  };
+}
+"""
+
+
+def test_no_wasm_no_webgl_falls_back_to_the_server(camera_browser, base_url, yolov5n):
+    context = camera_browser.new_context()
+    context.add_init_script(NO_WASM_NO_WEBGL)
+    page, log = open_page(context, f"{base_url}/detect")
+    page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+    wait_frames(page, 2)
+    backend = page.get_attribute("body", "data-backend")
+    message = page.inner_text("#status-line")
+    found = page_detections(page)
+    screenshot(page, "detect_server_fallback")
+    context.close()
+
+    assert backend == "server"
+    assert "no fast backend" in message.lower()
+    labels = [d["label"] for d in found]
+    assert labels.count("bus") >= 1 and labels.count("person") >= 3, labels
+    assert log.outside_requests == []

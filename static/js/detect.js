@@ -1,12 +1,13 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
 // and a results list. One frame in flight; every tensor disposed.
-import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
+import {probeBackends, urlOverride, pageData, runModel, fetchManifest, hasFastBackend, showBackend} from './runtime.js';
 import {LoadPanel, openModel, describeChoice} from './session.js';
 import {prepareInput} from './geometry.js';
 import {decode, outputNames} from './detector.js';
 import {drawFrame, drawBoxes} from './draw.js';
 import {Hud} from './hud.js';
 import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError} from './inputs.js';
+import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
@@ -21,6 +22,8 @@ const state = {
   frames: 0,
   stopLoop: null,
   lastResult: null,
+  serverModels: [],    // ids the server API can run
+  offered: false,      // the "server is faster" offer was shown
 };
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
@@ -109,6 +112,58 @@ async function processFrame(source, mirrored) {
   return result;
 }
 
+// The same frame through the server API (the "Server" backend).
+async function processFrameOnServer(source, mirrored) {
+  const {manifest} = state.opened;
+  const t0 = performance.now();
+  const width = source.videoWidth || source.width;
+  const height = source.videoHeight || source.height;
+  if (grab.width !== width || grab.height !== height) {
+    grab.width = width;
+    grab.height = height;
+  }
+  grabCtx.drawImage(source, 0, 0, width, height);
+  const opts = options();
+  const result = await inferOnServer('detect', manifest.id, grab, width, height,
+                                     {score: opts.score, iou: opts.iou, max_det: opts.maxDet});
+  if (opts.classes.size) result.detections = result.detections.filter((d) => opts.classes.has(d.class_id));
+  const t1 = performance.now();
+  if (view.width !== width || view.height !== height) {
+    view.width = width;
+    view.height = height;
+  }
+  drawFrame(ctx, grab, mirrored);
+  drawBoxes(ctx, result.detections, mirrored);
+  state.frames += 1;
+  renderResults(result);
+  hud.frame({preprocess: 0, model: t1 - t0, postprocess: 0, draw: performance.now() - t1});
+  $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
+  if (!document.body.dataset.firstResultMs) document.body.dataset.firstResultMs = performance.now().toFixed(0);
+  state.lastResult = result;
+  return result;
+}
+
+function onServer() {
+  return state.opened && state.opened.backend === SERVER;
+}
+
+// After a few frames on a browser backend, time one server round trip; if the server
+// would be faster, offer it (once).
+async function maybeOfferServer() {
+  if (state.offered || onServer() || state.frames < 10 || hud.fps == null) return;
+  if (!state.serverModels.includes(state.opened.manifest.id)) return;
+  state.offered = true;
+  try {
+    const started = performance.now();
+    await inferOnServer('detect', state.opened.manifest.id, grab, grab.width, grab.height);
+    const serverFps = 1000 / (performance.now() - started);
+    if (serverFps > hud.fps * 1.2) {
+      showMessage(`The server runs this model at about ${serverFps.toFixed(1)} FPS here, ` +
+                  `this browser at ${hud.fps.toFixed(1)} FPS. Choose "Server" as the backend to use it.`);
+    }
+  } catch (err) { /* no offer */ }
+}
+
 function stopLoop() {
   if (state.stopLoop) state.stopLoop();
   state.stopLoop = null;
@@ -119,8 +174,10 @@ function startVideoLoop(video, mirrored) {
   hud.reset();
   state.stopLoop = onVideoFrames(video, () => {
     if (state.busy || state.paused || !state.opened) return;   // never two frames in flight
+    if (onServer() && !serverReady()) return;                   // bounded request rate
     state.busy = true;
-    processFrame(video, mirrored)
+    (onServer() ? processFrameOnServer(video, mirrored) : processFrame(video, mirrored))
+      .then(() => maybeOfferServer())
       .catch((err) => showMessage(`Detection failed: ${err.message}`))
       .finally(() => { state.busy = false; });
   });
@@ -131,7 +188,7 @@ async function runImage() {
   while (state.busy) await new Promise((r) => setTimeout(r, 10));
   state.busy = true;
   try {
-    await processFrame(state.image, false);
+    await (onServer() ? processFrameOnServer(state.image, false) : processFrame(state.image, false));
   } finally {
     state.busy = false;
   }
@@ -193,11 +250,30 @@ function fillClassFilter(labels) {
 
 async function openSelectedModel() {
   stopLoop();
-  if (state.opened) state.opened.model.dispose();
+  if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
+  const modelId = $('model-select').value;
   const choice = $('backend-select').value;
-  const override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
-  state.opened = await openModel($('model-select').value, state.probed, override, panel);
+  let override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
+  const serverCan = state.serverModels.includes(modelId);
+  let why = '';
+  if (!override && serverCan && !hasFastBackend(state.probed)) {
+    // No GPU backend and no WASM: the CPU backend would take seconds a frame.
+    override = SERVER;
+    why = ' No fast backend works in this browser (no WebGPU, hardware WebGL or WASM), so the server runs it.';
+  }
+  if (override === SERVER && serverCan) {
+    state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER, reason: 'chosen'};
+    $('backend-select').value = SERVER;
+    fillClassFilter(state.opened.manifest.labels);
+    $('iou').disabled = false;
+    panel.status(`${state.opened.manifest.title} on the server (frames go as JPEG, one at a time).${why}`, 'ready');
+    document.body.dataset.backend = SERVER;
+    showBackend(SERVER);
+    return;
+  }
+  if (override === SERVER) override = null;   // the server lacks this model: choose in the browser
+  state.opened = await openModel(modelId, state.probed, override, panel);
   fillClassFilter(state.opened.manifest.labels);
   const nms = state.opened.manifest.nms;
   if (nms && state.opened.manifest.outputs.format === 'nms') {
@@ -216,9 +292,10 @@ async function openSelectedModel() {
 async function main() {
   const models = pageData().models || [];
   if (!models.length) return;
-  state.probed = await probeBackends();
+  [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('detect')]);
   for (const option of $('backend-select').options) {
-    if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
+    if (option.value === SERVER) option.disabled = !state.serverModels.length;
+    else if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
   }
   const forced = urlOverride('backend');
   if (forced) $('backend-select').value = forced;

@@ -1,0 +1,61 @@
+// The "Server" backend: the same model run by the Flask API (/api/v1/<task>), for browsers
+// whose own backends are missing or slower. Frames go downscaled as JPEG, one request in
+// flight, at a bounded rate; results come back in the shared schema and are rescaled to
+// the source frame's pixels.
+
+export const SERVER = 'server';
+const MAX_SIDE = 640;          // the detector's input size: sending more only costs bandwidth
+const JPEG_QUALITY = 0.85;
+const MIN_INTERVAL_MS = 100;   // at most 10 requests a second per page
+
+let lastSentAt = 0;
+
+// Model ids of a task that the server can run (from /api/v1/models).
+export async function serverModels(task) {
+  try {
+    const response = await fetch('/api/v1/models');
+    if (!response.ok) return [];
+    const {models} = await response.json();
+    return models.filter((m) => m.task === task).map((m) => m.id);
+  } catch (err) {
+    return [];
+  }
+}
+
+function encodeFrame(source, width, height) {
+  const scale = Math.min(1, MAX_SIDE / Math.max(width, height));
+  const canvas = document.createElement('canvas');
+  canvas.width = Math.max(1, Math.round(width * scale));
+  canvas.height = Math.max(1, Math.round(height * scale));
+  canvas.getContext('2d').drawImage(source, 0, 0, canvas.width, canvas.height);
+  return new Promise((resolve, reject) => canvas.toBlob(
+    (blob) => (blob ? resolve({blob, sentWidth: canvas.width, sentHeight: canvas.height})
+                    : reject(new Error('could not encode the frame'))),
+    'image/jpeg', JPEG_QUALITY));
+}
+
+// Whether a new request may go now (the caller keeps one in flight).
+export function serverReady() {
+  return performance.now() - lastSentAt >= MIN_INTERVAL_MS;
+}
+
+// POST one frame; returns the API's result with coordinates in source pixels.
+export async function inferOnServer(task, modelId, source, width, height, params = {}) {
+  lastSentAt = performance.now();
+  const {blob, sentWidth, sentHeight} = await encodeFrame(source, width, height);
+  const query = new URLSearchParams({model: modelId});
+  for (const [k, v] of Object.entries(params)) if (v != null) query.set(k, String(v));
+  const started = performance.now();
+  const response = await fetch(`/api/v1/${task}?${query}`, {
+    method: 'POST', headers: {'Content-Type': 'image/jpeg'}, body: blob,
+  });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error ? body.error.message : `server answered ${response.status}`);
+  const sx = width / sentWidth;
+  const sy = height / sentHeight;
+  for (const d of body.detections || []) d.box = [d.box[0] * sx, d.box[1] * sy, d.box[2] * sx, d.box[3] * sy];
+  for (const h of body.hands || []) h.keypoints = h.keypoints.map(([x, y]) => [x * sx, y * sy]);
+  body.image = {width, height};
+  body.timing_ms = {...(body.timing_ms || {}), round_trip: performance.now() - started};
+  return body;
+}
