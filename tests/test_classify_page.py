@@ -135,3 +135,21 @@ def test_ten_images_in_one_drop_and_bad_files(browser, base_url, tmp_path):
     assert end == start
     assert log.outside_requests == []
     assert log.console_errors == []
+
+
+def test_server_backend_gives_the_same_top5_as_the_browser(browser, base_url):
+    results = {}
+    for backend in ("wasm", "server"):
+        context = browser.new_context()
+        page, log = open_page(context, f"{base_url}/classify?backend={backend}")
+        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        page.set_input_files("#image-files", [str(photo_path("bus.jpg")), str(photo_path("zidane.jpg"))])
+        wait_done(page, 2)
+        results[backend] = {c["file"]: c["top"] for c in cards(page)}
+        assert page.get_attribute("body", "data-backend") == backend
+        context.close()
+        assert log.outside_requests == [] and log.console_errors == []
+    for name in ("bus.jpg", "zidane.jpg"):
+        browser_top, server_top = results["wasm"][name], results["server"][name]
+        assert [t["class_id"] for t in browser_top] == [t["class_id"] for t in server_top]
+        assert max(abs(a["probability"] - b["probability"]) for a, b in zip(browser_top, server_top)) <= 1e-3

@@ -175,3 +175,19 @@ def test_no_wasm_no_webgl_falls_back_to_the_server(camera_browser, base_url, yol
     labels = [d["label"] for d in found]
     assert labels.count("bus") >= 1 and labels.count("person") >= 3, labels
     assert log.outside_requests == []
+
+
+def test_server_backend_gives_the_same_boxes_as_the_browser(camera_browser, base_url):
+    found = {}
+    for backend in ("wasm", "server"):
+        context = camera_browser.new_context()
+        page, log = open_page(context, f"{base_url}/detect?backend={backend}&camera=0")
+        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        page.set_input_files("#image-file", str(photo_path("zidane.jpg")))
+        wait_frames(page, 1)
+        found[backend] = page_detections(page)
+        assert page.get_attribute("body", "data-backend") == backend
+        context.close()
+        assert log.outside_requests == [] and log.console_errors == []
+    # The server path sends a 640-px JPEG: same classes, boxes IoU >= 0.9.
+    assert_matches_reference(found["server"], found["wasm"], min_iou=0.9)

@@ -1,6 +1,7 @@
 // Classification page: images (picker, drop, paste, camera snapshot) -> one card each with
 // the top-5 classes. Preprocessing follows the manifest; top-k by index, ties by index.
-import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
+import {probeBackends, urlOverride, pageData, runModel, fetchManifest, hasFastBackend, showBackend} from './runtime.js';
+import {SERVER, serverModels, inferOnServer} from './server-backend.js';
 import {LoadPanel, openModel, describeChoice} from './session.js';
 import {prepareInput} from './geometry.js';
 import {openCamera, stopStream, decodeImage, acceptFiles} from './inputs.js';
@@ -9,7 +10,7 @@ const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 const TOP_K = 5;
 
-const state = {opened: null, probed: [], queue: Promise.resolve(), done: 0};
+const state = {opened: null, probed: [], queue: Promise.resolve(), done: 0, serverModels: []};
 const panel = new LoadPanel();
 
 // Indices of the k largest values; equal values keep index order (stable, no indexOf).
@@ -88,6 +89,7 @@ function fillCard(card, img, result) {
   const ms = document.createElement('p');
   ms.className = 'ms';
   ms.textContent = `${result.timing_ms.model.toFixed(1)} ms model · ${result.image.width}×${result.image.height} px · ${state.opened.backend}`;
+  card.dataset.backend = state.opened.backend;
   card.querySelector('.body').replaceChildren(img, list, ms);
   card.dataset.state = 'done';
   card.dataset.ms = result.timing_ms.model.toFixed(2);
@@ -104,7 +106,7 @@ function failCard(card, message) {
 
 // Each image goes through the queue alone: one inference at a time, cards in order.
 // preview(bitmap) returns the element shown on the card.
-function enqueue(name, getBitmap, preview) {
+function enqueue(name, getBitmap, preview, file = null) {
   const card = newCard(name);
   state.queue = state.queue.then(async () => {
     let bitmap;
@@ -112,7 +114,10 @@ function enqueue(name, getBitmap, preview) {
     try {
       bitmap = await getBitmap();
       const decodeMs = performance.now() - started;
-      const result = await classify(bitmap);
+      const result = state.opened.backend === SERVER
+        ? await inferOnServer('classify', state.opened.manifest.id, bitmap, bitmap.width, bitmap.height,
+                              {top_k: TOP_K}, file)
+        : await classify(bitmap);
       fillCard(card, preview(bitmap), result);
       card.dataset.decodeMs = decodeMs.toFixed(2);
       card.dataset.totalMs = (performance.now() - started).toFixed(2);
@@ -154,7 +159,7 @@ function clearCards() {
 }
 
 function addFiles(files) {
-  for (const file of files) enqueue(file.name || 'pasted image', () => decodeImage(file), filePreview(file));
+  for (const file of files) enqueue(file.name || 'pasted image', () => decodeImage(file), filePreview(file), file);
 }
 
 async function snapshot() {
@@ -171,20 +176,33 @@ async function snapshot() {
 }
 
 async function openSelectedModel() {
-  if (state.opened) state.opened.model.dispose();
+  if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
+  const modelId = $('model-select').value;
   const choice = $('backend-select').value;
-  const override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
-  state.opened = await openModel($('model-select').value, state.probed, override, panel);
+  let override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
+  const serverCan = state.serverModels.includes(modelId);
+  if (!override && serverCan && !hasFastBackend(state.probed)) override = SERVER;
+  if (override === SERVER && serverCan) {
+    state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER};
+    $('backend-select').value = SERVER;
+    panel.status(`${state.opened.manifest.title} on the server: each image is sent as it is, and not kept.`, 'ready');
+    document.body.dataset.backend = SERVER;
+    showBackend(SERVER);
+    return;
+  }
+  if (override === SERVER) override = null;
+  state.opened = await openModel(modelId, state.probed, override, panel);
   panel.status(describeChoice(state.opened), 'ready');
   document.body.dataset.backend = state.opened.backend;
 }
 
 async function main() {
   if (!(pageData().models || []).length) return;
-  state.probed = await probeBackends();
+  [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('classify')]);
   for (const option of $('backend-select').options) {
-    if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
+    if (option.value === SERVER) option.disabled = !state.serverModels.length;
+    else if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
   }
   const forced = urlOverride('backend');
   if (forced) $('backend-select').value = forced;

@@ -113,7 +113,7 @@ async function processFrame(source, mirrored) {
 }
 
 // The same frame through the server API (the "Server" backend).
-async function processFrameOnServer(source, mirrored) {
+async function processFrameOnServer(source, mirrored, file = null) {
   const {manifest} = state.opened;
   const t0 = performance.now();
   const width = source.videoWidth || source.width;
@@ -125,7 +125,7 @@ async function processFrameOnServer(source, mirrored) {
   grabCtx.drawImage(source, 0, 0, width, height);
   const opts = options();
   const result = await inferOnServer('detect', manifest.id, grab, width, height,
-                                     {score: opts.score, iou: opts.iou, max_det: opts.maxDet});
+                                     {score: opts.score, iou: opts.iou, max_det: opts.maxDet}, file);
   if (opts.classes.size) result.detections = result.detections.filter((d) => opts.classes.has(d.class_id));
   const t1 = performance.now();
   if (view.width !== width || view.height !== height) {
@@ -188,7 +188,8 @@ async function runImage() {
   while (state.busy) await new Promise((r) => setTimeout(r, 10));
   state.busy = true;
   try {
-    await (onServer() ? processFrameOnServer(state.image, false) : processFrame(state.image, false));
+    await (onServer() ? processFrameOnServer(state.image, false, state.imageFile)
+                      : processFrame(state.image, false));
   } finally {
     state.busy = false;
   }
@@ -233,6 +234,7 @@ async function useFiles(files) {
       video.pause();
       if (state.image) state.image.close();
       state.image = image;
+      state.imageFile = file;   // the server path sends the upload itself, not a re-encode
       state.source = 'image';
       enableSourceControls();
       await runImage();

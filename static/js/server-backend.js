@@ -39,15 +39,18 @@ export function serverReady() {
   return performance.now() - lastSentAt >= MIN_INTERVAL_MS;
 }
 
-// POST one frame; returns the API's result with coordinates in source pixels.
-export async function inferOnServer(task, modelId, source, width, height, params = {}) {
+// POST one frame; returns the API's result with coordinates in source pixels. `file`:
+// send that original file instead of a re-encoded frame (an upload is already compressed).
+export async function inferOnServer(task, modelId, source, width, height, params = {}, file = null) {
   lastSentAt = performance.now();
-  const {blob, sentWidth, sentHeight} = await encodeFrame(source, width, height);
+  const {blob, sentWidth, sentHeight} = file
+    ? {blob: file, sentWidth: width, sentHeight: height}
+    : await encodeFrame(source, width, height);
   const query = new URLSearchParams({model: modelId});
   for (const [k, v] of Object.entries(params)) if (v != null) query.set(k, String(v));
   const started = performance.now();
   const response = await fetch(`/api/v1/${task}?${query}`, {
-    method: 'POST', headers: {'Content-Type': 'image/jpeg'}, body: blob,
+    method: 'POST', headers: {'Content-Type': blob.type || 'image/jpeg'}, body: blob,
   });
   const body = await response.json();
   if (!response.ok) throw new Error(body.error ? body.error.message : `server answered ${response.status}`);
