@@ -31,8 +31,17 @@ def interpreter(model_path: Path, threads: int | None = None):
 
 
 def run_tflite(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray]) -> dict[str, np.ndarray]:
-    """One call through the serving_default signature; returns {output key: array}."""
+    """One call through the serving_default signature; returns {output key: array}.
+    A flatbuffer without signatures (ultralytics' export writes those) runs through its
+    input/output tensors instead, keyed by tensor name."""
     interp = interpreter(model_path)
+    if not interp.get_signature_list():
+        details = interp.get_input_details()
+        arrays = inputs if isinstance(inputs, list) else [inputs[d["name"]] for d in details]
+        for detail, array in zip(details, arrays):
+            interp.set_tensor(detail["index"], np.asarray(array, dtype=detail["dtype"]))
+        interp.invoke()
+        return {d["name"]: np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()}
     runner = interp.get_signature_runner()
     if isinstance(inputs, list):
         keys = list(runner.get_input_details())

@@ -1,0 +1,364 @@
+"""yolo: any Ultralytics 8.x detection model (YOLOv5u, YOLOv8, YOLO11, ...) -> TF.js through
+the ultralytics package's own export, ``YOLO(...).export(format="tfjs", nms=False)``.
+
+The graph ends at the raw head, [1, 4+nc, anchors] (cx, cy, w, h in input pixels, then
+class scores after sigmoid); the page decodes it and runs NMS ("outputs.format":
+"yolo-raw"). The server artifact is the fp32 .tflite the same export writes.
+
+--weights:
+  (default)         yolo11n.pt, downloaded from the Ultralytics release (online only)
+  PATH.pt           an Ultralytics 8.x detection checkpoint
+  NAME.yaml / PATH  an Ultralytics architecture (bundled name such as yolov8n.yaml, or a
+                    file) with random weights (seeded) -- what works offline
+  none              yolo11n.yaml with random weights
+
+The export runs in a child process: ultralytics reads its environment at import time,
+writes beside its input and into the working directory, and needs a few offline fixes
+(see ``_export_env``). The child also computes the PyTorch reference, because random
+weights exist only inside that process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from . import sources
+from .errors import ConverterError
+from .manifest import sha256_file
+
+NAME = "yolo"
+TASK = "detect"
+SUMMARY = "Ultralytics 8.x detector (YOLO11/YOLOv8/YOLOv5u) via its own TF.js export; raw head, NMS in the page"
+
+DEFAULT_URL = "https://github.com/ultralytics/assets/releases/download/v8.3.0/yolo11n.pt"
+DEFAULT_YAML = "yolo11n.yaml"
+KIND = "Ultralytics 8.x detection checkpoint"
+EXPECTED = ("expected an Ultralytics 8.x detection checkpoint (a pickled ultralytics.nn.tasks.DetectionModel), "
+            "e.g. yolo11n.pt, yolov8n.pt or yolov5nu.pt")
+IMGSZ = 640
+RANDOM_SEED = 0
+ROOT = Path(__file__).resolve().parent.parent
+# Decoding defaults for the page (ultralytics' predict defaults, fewer boxes).
+PAGE_NMS = {"iou": 0.7, "score": 0.25, "max_det": 100, "agnostic": False}
+
+INPUT = {
+    "shape": [1, IMGSZ, IMGSZ, 3], "layout": "NHWC", "dtype": "float32", "color": "RGB",
+    "range": [0.0, 1.0], "resize": "letterbox", "pad_value": 114,
+    "scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
+}
+_QUANTIZE_ARG = {"float16": 16, "uint8": 8}  # ultralytics' pb2tfjs quantize values
+
+
+# ---------------------------------------------------------------------------- source
+
+def _bundled_yaml(name: str) -> Path | None:
+    """The ultralytics cfg file a model name like yolov8n.yaml resolves to (scale letter dropped)."""
+    unified = re.sub(r"(\d+)([nslmx])(.+)?$", r"\1\3", Path(name).stem) + ".yaml"
+    hits = sorted((sources.photo_path().parent.parent / "cfg" / "models").rglob(unified))
+    return hits[0] if hits else None
+
+
+def _check_detect_yaml(path: Path, label: str) -> None:
+    import yaml
+
+    try:
+        cfg = yaml.safe_load(path.read_text())
+        head = cfg["head"][-1][2]
+    except Exception as exc:  # unreadable or not a model yaml
+        raise ConverterError(f"{label} is not an Ultralytics model yaml ({exc.__class__.__name__})",
+                             "pass e.g. --weights yolov8n.yaml or a model .yaml file") from None
+    if head != "Detect":
+        raise ConverterError(f"{label} builds a {head} head; this converter handles detection (Detect) models",
+                             "pass a detection architecture, e.g. --weights yolo11n.yaml")
+
+
+def resolve_source(weights: str | None) -> sources.Source:
+    if weights is None:
+        return sources.download(DEFAULT_URL, "yolo11n.pt", KIND)
+    if weights == "none":
+        weights = DEFAULT_YAML
+    if weights.lower().endswith((".yaml", ".yml")):
+        path = Path(weights).expanduser()
+        if path.is_file():
+            _check_detect_yaml(path, path.name)
+            return sources.Source(kind="ultralytics architecture yaml, random init", path=None,
+                                  sha256=f"random-seed{RANDOM_SEED}:{sha256_file(path)}",
+                                  extra={"architecture": str(path.resolve())})
+        bundled = _bundled_yaml(weights)
+        if bundled is None:
+            raise ConverterError(f"{weights} is neither a file nor an architecture bundled with ultralytics",
+                                 "pass e.g. --weights yolov8n.yaml, yolo11n.yaml, yolov5nu.yaml, or a .pt file")
+        _check_detect_yaml(bundled, weights)
+        return sources.Source(kind="ultralytics architecture yaml, random init", path=None,
+                              sha256=f"random-seed{RANDOM_SEED}:{Path(weights).name}",
+                              extra={"architecture": Path(weights).name})
+    source = sources.local_weights(weights, KIND, (".pt",))
+    from .yolov5 import checkpoint_globals
+
+    names = checkpoint_globals(source.path, EXPECTED)
+    if "models.yolo Model" in names:
+        raise ConverterError(f"{source.path.name} is a classic anchor-based yolov5 checkpoint; {EXPECTED}",
+                             f"convert it with: python -m converters yolov5n --weights {source.path}")
+    if "ultralytics.nn.tasks DetectionModel" not in names:
+        other = sorted(n.split(" ")[1] for n in names if n.startswith("ultralytics.nn.tasks "))
+        raise ConverterError(f"{source.path.name} is not an Ultralytics detection checkpoint "
+                             f"({', '.join(other) or 'no ultralytics model inside'}); {EXPECTED}",
+                             "pass a detection .pt such as yolo11n.pt or yolov8n.pt with --weights PATH")
+    return source
+
+
+# ---------------------------------------------------------------------------- child process
+
+def _export_env(tmp: Path) -> dict:
+    """Offline-safe environment for ultralytics' export, and a working tensorflowjs_converter."""
+    env = dict(os.environ)
+    config = tmp / "ultralytics-config"
+    config.mkdir(exist_ok=True)
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    # tensorflowjs' own CLI dies importing tensorflow_decision_forests; this one goes through
+    # converters.tfjs, which stands in for the packages conversion never uses.
+    wrapper = bin_dir / "tensorflowjs_converter"
+    wrapper.write_text(f"#!{sys.executable}\n"
+                       "import sys\n"
+                       f"sys.path.insert(0, {str(ROOT)!r})\n"
+                       "from converters import tfjs\n"
+                       "tfjs._tf_saved_model_conversion()\n"
+                       "from tensorflowjs.converters.converter import pip_main\n"
+                       "sys.exit(pip_main())\n")
+    wrapper.chmod(0o755)
+    env.update({
+        "YOLO_OFFLINE": "true",        # no connectivity probes
+        "YOLO_AUTOINSTALL": "false",   # never pip-install from inside an export
+        "YOLO_CONFIG_DIR": str(config),
+        "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    })
+    # onnx2tf and ultralytics both fetch this calibration sample unless it is in the CWD;
+    # an fp32 export never uses its values.
+    np.save(tmp / "calibration_image_sample_data_20x128x128x3_float32.npy",
+            np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
+    return env
+
+
+def calibrate_batchnorm(model, x_nhwc: np.ndarray, min_var: float = 0.1) -> None:
+    """Set every batch norm's running statistics from one forward pass over ``x_nhwc``.
+
+    Channels that barely vary on one photo would get huge gains and make the random network
+    chaotic (PyTorch fp32 itself then drifts ~1e-4 from a float64 run); flooring the variance
+    keeps outputs that vary while fp32 rounding noise stays ~1e-7.
+    """
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average: one pass sets the statistics exactly
+    model.train()
+    with torch.no_grad():
+        model(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous())
+    model.eval()
+    for m in norms:
+        m.running_var.clamp_(min=min_var)
+
+
+def _child(request_file: str) -> None:
+    """Runs in the child: load, reference forward, export. Writes result.json."""
+    request = json.loads(Path(request_file).read_text())
+    import copy
+
+    import torch
+    from ultralytics import YOLO
+    from ultralytics.nn.tasks import DetectionModel
+
+    torch.manual_seed(RANDOM_SEED)
+    yolo = YOLO(request["weights"], task="detect")
+    model = yolo.model
+    if type(model) is not DetectionModel:
+        raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not a DetectionModel")
+    if getattr(model, "end2end", False):
+        model.end2end = False  # NMS-free heads: export the one-to-many raw head instead
+    x = np.load(request["input"])
+    if request["weights"].lower().endswith((".yaml", ".yml")):
+        # Random weights give a near-constant output (activations shrink layer by layer and the
+        # class prior makes every score ~1e-5): calibrate batch norm on another photo and drop
+        # the class prior, so parity compares outputs that vary.
+        for branch in model.model[-1].cv3:
+            torch.nn.init.zeros_(branch[-1].bias)
+        calibrate_batchnorm(model, np.load(request["calibration"]))
+    model.eval()
+    with torch.no_grad():
+        y = model(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
+    y = (y[0] if isinstance(y, (list, tuple)) else y).numpy()
+    np.save(request["reference"], y)
+    # The same network in float64: how far fp32 arithmetic alone lands from the exact result
+    # (context for the parity figure; the model itself stays fp32).
+    with torch.no_grad():
+        y64 = copy.deepcopy(model).double()(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous().double())
+    np.save(request["reference_fp64"], (y64[0] if isinstance(y64, (list, tuple)) else y64).numpy())
+
+    # pb2tfjs imports tensorflowjs in this process too: same stand-ins as the CLI wrapper
+    from converters import tfjs
+
+    tfjs._tf_saved_model_conversion()
+    started = time.perf_counter()
+    web = Path(yolo.export(format="tfjs", imgsz=IMGSZ, nms=False, device="cpu")).resolve()
+    seconds = time.perf_counter() - started
+    stem = web.name[: -len("_web_model")]
+    pb = web.parent / f"{stem}.pb"
+    if request["quantize"] != "none":
+        from ultralytics.utils.export.tensorflow import pb2tfjs
+
+        web = Path(pb2tfjs(str(pb), str(web.parent / f"{stem}_{request['quantize']}_web_model/"),
+                           quantize=_QUANTIZE_ARG[request["quantize"]]))
+    names = model.names
+    Path(request["result"]).write_text(json.dumps({
+        "web_model": str(web),
+        "tflite": str(web.parent / f"{stem}_saved_model" / f"{stem}_float32.tflite"),
+        "names": [names[i] for i in sorted(names)] if isinstance(names, dict) else list(names),
+        "nc": int(model.model[-1].nc),
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "yaml": model.yaml.get("yaml_file"),
+        "head": type(model.model[-1]).__name__,
+        "export_seconds": round(seconds, 1),
+    }))
+
+
+def _run_child(weights: str, x: np.ndarray, quantize: str, tmp: Path, ctx) -> dict:
+    from server.preprocess import prepare
+
+    request = {"weights": weights, "input": str(tmp / "input.npy"), "reference": str(tmp / "reference.npy"),
+               "reference_fp64": str(tmp / "reference_fp64.npy"), "calibration": str(tmp / "calibration.npy"),
+               "result": str(tmp / "result.json"),
+               "quantize": quantize}
+    np.save(request["input"], x)
+    np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
+    (tmp / "request.json").write_text(json.dumps(request))
+    log = tmp / "export.log"
+    with open(log, "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "converters.ultralytics_yolo", str(tmp / "request.json")],
+                              cwd=tmp, env=_export_env(tmp), stdout=out, stderr=subprocess.STDOUT)
+    text = log.read_text(errors="replace")
+    if "WRONG-KIND:" in text:
+        raise ConverterError(text.split("WRONG-KIND:")[1].splitlines()[0].strip() + f"; {EXPECTED}",
+                             "pass a detection model with --weights")
+    if proc.returncode != 0 or not (tmp / "result.json").is_file():
+        tail = "\n".join(text.splitlines()[-25:])
+        raise ConverterError(f"the ultralytics export failed (exit {proc.returncode}):\n{tail}",
+                             "see the log above; the model was not installed")
+    result = json.loads((tmp / "result.json").read_text())
+    if not (Path(result["web_model"]) / "model.json").is_file():
+        tail = "\n".join(text.splitlines()[-25:])
+        raise ConverterError(f"the ultralytics export wrote no TF.js model.json:\n{tail}",
+                             "see the log above; the model was not installed")
+    ctx.log(f"ultralytics export {result['export_seconds']}s ({result['head']} head, "
+            f"{result['parameters']:,} parameters, {result['nc']} classes)")
+    return result
+
+
+# ---------------------------------------------------------------------------- build
+
+def build(ctx) -> dict:
+    from server.preprocess import prepare
+
+    from . import parity, tfjs, tflite
+
+    source = ctx.source
+    x, _ = prepare(sources.load_photo("bus.jpg"), INPUT)
+    with tempfile.TemporaryDirectory(prefix="yolo-export-") as tmp:
+        tmp = Path(tmp)
+        if source.path is not None:
+            # a copy, because the export writes its files beside its input
+            weights = str(shutil.copy(source.path, tmp / source.path.name))
+        else:
+            weights = source.extra["architecture"]
+        with ctx.step(f"export (ultralytics, {'fp32' if ctx.quantize == 'none' else ctx.quantize})"):
+            result = _run_child(weights, x, ctx.quantize, tmp, ctx)
+        reference = np.load(tmp / "reference.npy")
+        exact = np.load(tmp / "reference_fp64.npy")
+        web = Path(result["web_model"])
+        (ctx.workdir / "tfjs").mkdir()
+        for f in web.iterdir():
+            if f.name == "model.json" or f.suffix == ".bin":
+                shutil.copy(f, ctx.workdir / "tfjs" / f.name)
+        shutil.copy(result["tflite"], ctx.workdir / "model.tflite")
+
+    model_json = json.loads((ctx.workdir / "tfjs" / "model.json").read_text())
+    sig = tfjs.graph_signature(model_json)
+    in_name = sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json)
+    out_name = sig["outputs"][0]["name"] if sig["outputs"] else "Identity"
+
+    with ctx.step("verify"):
+        run = parity.run_tfjs(ctx.workdir / "tfjs" / "model.json", {in_name: x}, outputs=[out_name])
+        got = run["outputs"][out_name]
+        cmp = parity.compare(reference, got)
+        server = tflite.run_tflite(ctx.workdir / "model.tflite", [x])
+        server_out = next(iter(server.values()))
+        server_cmp = parity.compare(reference, server_out)
+        target = parity.TARGETS[ctx.quantize]
+        passed = server_cmp["relative"] <= parity.TARGETS["none"] and (target is None or cmp["relative"] <= target)
+        nc = result["nc"]
+        ctx.log(f"TF.js (wasm) vs PyTorch: max_abs {cmp['max_abs']:.3g}, relative {cmp['relative']:.3g} "
+                f"(target {target}); LiteRT relative {server_cmp['relative']:.3g}; TF.js {run['ms']:.0f} ms")
+        if ctx.quantize == "none" and not passed:
+            raise ConverterError(f"parity check failed (TF.js relative {cmp['relative']:.3g}, LiteRT "
+                                 f"{server_cmp['relative']:.3g}); nothing was installed",
+                                 "report this with the log above")
+
+    labels = result["names"]
+    if labels == [f"class{i}" for i in range(nc)] or labels == [str(i) for i in range(nc)]:
+        labels = sources.coco_names() if nc == 80 else labels  # random weights: bundled yamls are COCO-shaped
+
+    from importlib import metadata
+
+    return {
+        "title": f"Ultralytics {Path(result['yaml'] or 'yolo').stem} (raw head, NMS in page)",
+        "input": {"name": in_name, **INPUT},
+        "outputs": {
+            "format": "yolo-raw",
+            "tensors": [{"name": out_name, "shape": list(reference.shape), "dtype": "float32",
+                         "meaning": "rows 0-3: cx, cy, w, h in model-input pixels; rows 4..: class scores "
+                                    "after sigmoid; one column per anchor point"}],
+            "execute": "execute",
+        },
+        "nms": {**PAGE_NMS, "where": "page"},
+        "labels": labels,
+        "tfjs": {"model": "tfjs/model.json"},
+        "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
+                   "note": "the fp32 .tflite written by the same ultralytics export"},
+        "architecture": {"yaml": result["yaml"], "head": result["head"], "parameters": result["parameters"]},
+        "parity": {
+            "photo": "bus.jpg",
+            "reference": {"runtime": "pytorch (ultralytics)", "version": metadata.version("torch")},
+            "tfjs": {"backend": run["backend"], "version": run["version"], "ms": round(run["ms"], 1), **cmp,
+                     "boxes_max_abs_px": parity.compare(reference[:, :4], got[:, :4])["max_abs"],
+                     "scores_max_abs": parity.compare(reference[:, 4:], got[:, 4:])["max_abs"]},
+            "server": {"runtime": "litert", **server_cmp},
+            # the same PyTorch network in float64 vs float32: the share of any figure above that
+            # is plain fp32 rounding, not conversion
+            "pytorch_fp32_vs_fp64": parity.compare(exact, reference),
+            "tfjs_vs_fp64": parity.compare(exact, got),
+            "target_relative": target,
+            "passed": bool(passed),
+        },
+    }
+
+
+def _placeholder(model_json: dict) -> str:
+    for node in model_json["modelTopology"]["node"]:
+        if node["op"] == "Placeholder":
+            return node["name"]
+    raise ConverterError("the exported graph has no input", None)
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
