@@ -35,10 +35,10 @@ class Transform:
 def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
     """Bilinear resize with half-pixel centres and no antialiasing (= tf.image.resizeBilinear
     with halfPixelCenters=true in TF.js). ``image``: HxWxC, returns float32."""
-    src = np.asarray(image, dtype=np.float32)
+    src = np.asarray(image)
     in_h, in_w = src.shape[:2]
     if (in_h, in_w) == (height, width):
-        return src.copy()
+        return src.astype(np.float32)
 
     def axis(out_size: int, in_size: int):
         pos = (np.arange(out_size, dtype=np.float64) + 0.5) * (in_size / out_size) - 0.5
@@ -49,9 +49,25 @@ def resize_bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
 
     y0, y1, fy = axis(height, in_h)
     x0, x1, fx = axis(width, in_w)
-    top = src[y0][:, x0] * (1 - fx)[None, :, None] + src[y0][:, x1] * fx[None, :, None]
-    bottom = src[y1][:, x0] * (1 - fx)[None, :, None] + src[y1][:, x1] * fx[None, :, None]
-    return top * (1 - fy)[:, None, None] + bottom * fy[:, None, None]
+    # The four neighbours are gathered in the source dtype and only then cast: the same
+    # float32 values as casting the whole image first, without a float copy of a large photo.
+    # In-place float32 arithmetic below: the same operations in the same order.
+    rows0, rows1 = src[y0], src[y1]
+    wx0, wx1 = (1 - fx)[None, :, None], fx[None, :, None]
+
+    def lerp_x(rows):
+        left = np.take(rows, x0, axis=1).astype(np.float32)
+        right = np.take(rows, x1, axis=1).astype(np.float32)
+        left *= wx0
+        right *= wx1
+        left += right
+        return left
+
+    top, bottom = lerp_x(rows0), lerp_x(rows1)
+    top *= (1 - fy)[:, None, None]
+    bottom *= fy[:, None, None]
+    top += bottom
+    return top
 
 
 def round_half_up(value: float) -> int:
@@ -103,5 +119,7 @@ def prepare(image_rgb: np.ndarray, spec: dict) -> tuple[np.ndarray, Transform]:
     scale = np.float32(spec.get("scale", 1.0))
     mean = np.asarray(spec.get("mean", [0.0, 0.0, 0.0]), dtype=np.float32)
     std = np.asarray(spec.get("std", [1.0, 1.0, 1.0]), dtype=np.float32)
-    values = (pixels * scale - mean) / std
-    return values[None].astype(np.float32), transform
+    values = pixels * scale  # then in place: (pixel * scale - mean) / std
+    values -= mean
+    values /= std
+    return values[None].astype(np.float32, copy=False), transform
