@@ -1,13 +1,269 @@
-"""JSON API under /api/v1 (the server-side inference routes arrive with the fallback API)."""
+"""JSON API under /api/v1: installed models, server-side inference, its OpenAPI document.
+
+Thin on purpose: read the image and the parameters, pick the runner, return its result
+(the pages' result schema, see docs/architecture.md) with the timing of the whole request.
+Every failure is a 4xx/5xx JSON ``{"error": {"code", "message"}}``.
+
+Images come as the multipart field ``image`` or as the raw body (image/jpeg, image/png,
+image/webp or any image/* type, application/octet-stream: the bytes decide, and only JPEG,
+PNG and WebP decode). Uploads stay in memory: the blueprint installs a
+request class whose multipart file streams are BytesIO (werkzeug would spool files over
+500 KB to a temporary file on disk). Size limit: MAX_CONTENT_LENGTH (Flask answers 413).
+"""
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+import io
+import re
+import time
 
-from . import manifests
+from flask import Blueprint, current_app, jsonify, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from . import images, manifests, openapi
+from .errors import error_response
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
+RAW_TYPES = set(images.MIME_TYPES) | {"application/octet-stream"}
+_FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?")
+_INT = re.compile(r"[+-]?\d{1,9}")
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_HANDS_LIMIT = 10
+MAX_DET_LIMIT = 1000
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@bp.record_once
+def _memory_uploads(state) -> None:
+    """Multipart files in memory, never on disk (see module docstring)."""
+    base = state.app.request_class
+    if getattr(base, "keeps_uploads_in_memory", False):
+        return
+
+    class InMemoryUploadRequest(base):
+        keeps_uploads_in_memory = True
+
+        def _get_file_stream(self, total_content_length, content_type, filename=None, content_length=None):
+            return io.BytesIO()
+
+    state.app.request_class = InMemoryUploadRequest
+
+
+@bp.before_request
+def _bounded_streaming_body() -> None:
+    """MAX_CONTENT_LENGTH for bodies without a Content-Length (chunked uploads).
+
+    Werkzeug checks Content-Length up front (413), but a chunked body under gunicorn
+    (``wsgi.input_terminated``) is only cut at the limit: read past it, the upload would
+    arrive silently truncated (a 415/422 instead of the 413). So such a body is read here,
+    in memory, up to limit + 1 bytes: over the limit -> 413, else it continues as an
+    ordinary body of known length."""
+    environ = request.environ
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if request.method != "POST" or not limit or request.content_length is not None \
+            or not environ.get("wsgi.input_terminated"):
+        return
+    stream, chunks, size = environ["wsgi.input"], [], 0
+    while size <= limit:
+        chunk = stream.read(min(65536, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > limit:
+        raise RequestEntityTooLarge()
+    data = b"".join(chunks)
+    environ["wsgi.input"] = io.BytesIO(data)
+    environ["CONTENT_LENGTH"] = str(len(data))
+    environ.pop("HTTP_TRANSFER_ENCODING", None)
+    del environ["wsgi.input_terminated"]
+
+
+# ---------------------------------------------------------------------------- errors
+
+@bp.errorhandler(ApiError)
+def _api_error(exc: ApiError):
+    return error_response(exc.status, exc.message, exc.code)
+
+
+@bp.errorhandler(RequestEntityTooLarge)
+def _too_large(exc):
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    return error_response(413, f"the upload is larger than the server's limit of {limit} bytes "
+                               "(DATARAILROAD_MAX_UPLOAD_BYTES)", "payload_too_large")
+
+
+@bp.errorhandler(images.ImageError)
+def _image_error(exc: images.ImageError):
+    return error_response(exc.status, exc.message, exc.code)
+
+
+def _inference_errors():
+    from . import inference
+
+    return inference
+
+
+# ---------------------------------------------------------------------------- request parsing
+
+def _is_multipart() -> bool:
+    return request.mimetype == "multipart/form-data"
+
+
+def _param(name: str) -> str | None:
+    if _is_multipart():
+        value = request.form.get(name)
+        if value is not None:
+            return value
+    return request.args.get(name)
+
+
+def param_float(name: str, low: float = 0.0, high: float = 1.0) -> float | None:
+    raw = _param(name)
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not _FLOAT.fullmatch(text) or not (low <= float(text) <= high):
+        raise ApiError(400, "bad_parameter", f"{name} must be a number from {low:g} to {high:g}, got {raw[:40]!r}")
+    return float(text)
+
+
+def param_int(name: str, low: int, high: int) -> int | None:
+    raw = _param(name)
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not _INT.fullmatch(text) or not (low <= int(text) <= high):
+        raise ApiError(400, "bad_parameter", f"{name} must be an integer from {low} to {high}, got {raw[:40]!r}")
+    return int(text)
+
+
+def param_choice(name: str, choices: list[str]) -> str | None:
+    raw = _param(name)
+    if raw is None:
+        return None
+    if raw not in choices:
+        raise ApiError(400, "bad_parameter", f"{name} must be one of {', '.join(choices)}, got {raw[:40]!r}")
+    return raw
+
+
+def param_model() -> str | None:
+    raw = _param("model")
+    if raw is None:
+        return None
+    if not _MODEL_ID.fullmatch(raw):
+        raise ApiError(400, "bad_parameter", f"model must be an installed model id, got {raw[:60]!r}")
+    return raw
+
+
+def read_image_bytes() -> bytes:
+    """The upload: multipart field ``image`` or the raw body."""
+    if _is_multipart():
+        upload = request.files.get("image")
+        if upload is None:
+            if "image" in request.form:
+                raise ApiError(400, "missing_image",
+                               "the multipart field 'image' must be a file part (with a filename)")
+            raise ApiError(400, "missing_image", "no multipart field 'image' in the request")
+        return upload.read()
+    mimetype = request.mimetype
+    if mimetype and mimetype not in RAW_TYPES and not mimetype.startswith("image/"):
+        raise ApiError(415, "unsupported_media_type",
+                       f"send the image as multipart/form-data (field 'image') or as a raw body of type "
+                       f"{', '.join(sorted(RAW_TYPES))}; got {mimetype[:80]}")
+    data = request.get_data(cache=False)
+    if not data:
+        raise ApiError(400, "missing_image", "the request body is empty: send an image")
+    return data
+
+
+def decode(data: bytes) -> tuple[images.DecodedImage, float]:
+    t0 = time.perf_counter()
+    decoded = images.decode(data, int(current_app.config["MAX_IMAGE_PIXELS"]))
+    return decoded, (time.perf_counter() - t0) * 1e3
+
+
+def get_runner(task: str, model_id: str | None):
+    inference = _inference_errors()
+    try:
+        return inference.registry(current_app).get(task, model_id)
+    except inference.UnknownModel as exc:
+        raise ApiError(404, "unknown_model", str(exc)) from None
+    except inference.WrongTask as exc:
+        raise ApiError(400, "wrong_task", str(exc)) from None
+    except inference.NoModel as exc:
+        raise ApiError(503, "no_model", str(exc)) from None
+    except inference.ModelUnavailable as exc:
+        current_app.logger.error("model unavailable: %s", exc)
+        raise ApiError(503, "model_unavailable", str(exc)) from None
+
+
+def respond(result: dict, started: float, decode_ms: float):
+    result["timing_ms"] = {"decode": round(decode_ms, 3), **result["timing_ms"],
+                           "total": round((time.perf_counter() - started) * 1e3, 3)}
+    return jsonify(result)
+
+
+# ---------------------------------------------------------------------------- routes
 
 @bp.get("/models")
 def list_models():
     return jsonify(models=[manifests.summary(m) for m in manifests.load_all()])
+
+
+@bp.get("/openapi.json")
+def openapi_document():
+    return jsonify(openapi.document())
+
+
+def infer(task: str, configure):
+    """Body -> parameters -> runner -> decode -> result. ``configure(runner)`` reads the
+    task's parameters and returns ``run(rgb) -> result``. A multipart body carries the form
+    fields, so it is read first; a raw body is read only once the parameters are valid."""
+    started = time.perf_counter()
+    data = read_image_bytes() if _is_multipart() else None
+    model_id = param_model()
+    runner = get_runner(task, model_id)
+    try:
+        run = configure(runner)
+    except _inference_errors().ParameterError as exc:
+        raise ApiError(400, "bad_parameter", str(exc)) from None
+    if data is None:
+        data = read_image_bytes()
+    decoded, decode_ms = decode(data)
+    return respond(run(decoded.rgb), started, decode_ms)
+
+
+@bp.post("/detect")
+def detect():
+    def configure(runner):
+        opts = runner.options(score=param_float("score"), iou=param_float("iou"),
+                              max_det=param_int("max_det", 1, MAX_DET_LIMIT))
+        return lambda rgb: runner(rgb, opts)
+
+    return infer("detect", configure)
+
+
+@bp.post("/classify")
+def classify():
+    def configure(runner):
+        k = param_int("top_k", 1, runner.num_classes)
+        return lambda rgb: runner(rgb, k)
+
+    return infer("classify", configure)
+
+
+@bp.post("/hands")
+def hands():
+    def configure(runner):
+        score = param_float("score")
+        max_hands = param_int("max_det", 1, MAX_HANDS_LIMIT)
+        variant = param_choice("variant", runner.variants)
+        return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant)
+
+    return infer("handpose", configure)

@@ -1,0 +1,267 @@
+"""Server-side detection, side by side in one run:
+
+1. Per-image latency: POST /api/v1/detect (YOLOv5n 640, LiteRT, gunicorn, 1 worker) vs the
+   same checkpoint in PyTorch run the way yolov5's detect.py runs it (the checkpoint
+   unpickled into converters/yolov5.py's yolov5 modules, Conv+BN fused as ``model.fuse()``
+   does, cv2 decode + letterbox, ``inference_mode``, torchvision NMS at the same thresholds),
+   on the same JPEG bytes: decode + letterbox + model + NMS + boxes in source pixels for
+   both; the API figure also includes HTTP and JSON. Interleaved, same thread count.
+   Target: API >= 1.5x faster.
+2. Throughput of /api/v1/detect with 1 vs 2 gunicorn workers (same total threads).
+
+usage: .venv/bin/python bench/server.py [--weights ../shared/models/yolov5n.pt] [--runs 30]
+       [--threads 2] [--seconds 15] [--clients 4] [--models DIR]
+The yolov5n model folder is taken from --models (default ./models) or built there.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Gunicorn:
+    def __init__(self, models: Path, workers: int, infer_threads: int):
+        self.port = free_port()
+        env = {**os.environ, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_INFER_THREADS": str(infer_threads)}
+        self.proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", "--bind",
+             f"127.0.0.1:{self.port}", "--workers", str(workers), "--access-logfile", "/dev/null",
+             "server:create_app()"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                if self.post("/healthz", None, method="GET")[0] == 200:
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("gunicorn did not start")
+
+    def post(self, path, body, method="POST", conn=None):
+        own = conn is None
+        conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            conn.request(method, path, body=body, headers={"Content-Type": "image/jpeg"} if body else {})
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            if own:
+                conn.close()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def yolov5_letterbox(im, size: int = 640, color=(114, 114, 114)):
+    """yolov5's utils/augmentations.py letterbox(auto=False): cv2 resize + border."""
+    import cv2
+
+    h, w = im.shape[:2]
+    r = min(size / h, size / w)
+    new_w, new_h = int(round(w * r)), int(round(h * r))
+    dw, dh = (size - new_w) / 2, (size - new_h) / 2
+    if (w, h) != (new_w, new_h):
+        im = cv2.resize(im, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
+    top, bottom = int(round(dh - 0.1)), int(round(dh + 0.1))
+    left, right = int(round(dw - 0.1)), int(round(dw + 0.1))
+    return cv2.copyMakeBorder(im, top, bottom, left, right, cv2.BORDER_CONSTANT, value=color), r, (dw, dh)
+
+
+def pytorch_detector(weights: Path, threads: int):
+    """yolov5n in PyTorch the way yolov5's detect.py runs it: the checkpoint unpickled into
+    the yolov5 modules (converters/yolov5.py), Conv+BN fused (model.fuse()), cv2 decode and
+    letterbox, inference_mode, NMS with torchvision at the converter's thresholds, boxes
+    scaled back (scale_boxes)."""
+    import cv2
+    import numpy as np
+    import torch
+    import torchvision
+
+    from converters import sources, yolov5
+
+    torch.set_num_threads(threads)
+    model = yolov5.load_model(sources.local_weights(str(weights), yolov5.KIND, (".pt",)))
+    mods = yolov5._torch_modules()
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, mods.Conv) and isinstance(m.bn, torch.nn.BatchNorm2d):
+                conv, bn = m.conv, m.bn
+                fused = torch.nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
+                                        conv.padding, groups=conv.groups, bias=True)
+                scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+                fused.weight.copy_(conv.weight * scale.view(-1, 1, 1, 1))
+                fused.bias.copy_(bn.bias - bn.running_mean * scale)
+                m.conv, m.bn = fused, torch.nn.Identity()
+    model.eval()
+    labels = yolov5.class_names(model)
+    nms = yolov5.NMS
+
+    def detect(jpeg: bytes, stages: dict | None = None) -> list[dict]:
+        t0 = time.perf_counter()
+        bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+        h, w = bgr.shape[:2]
+        padded, gain, (dw, dh) = yolov5_letterbox(bgr, yolov5.IMGSZ)
+        x = np.ascontiguousarray(padded.transpose((2, 0, 1))[::-1])  # HWC BGR -> CHW RGB
+        with torch.inference_mode():
+            xt = torch.from_numpy(x).float().div_(255)[None]
+            t1 = time.perf_counter()
+            p = model(xt)[0]
+            t2 = time.perf_counter()
+            conf = p[:, 5:] * p[:, 4:5]
+            score, label = conf.max(1)
+            boxes = torch.cat((p[:, :2] - p[:, 2:4] / 2, p[:, :2] + p[:, 2:4] / 2), 1)
+            keep = score > nms["score"]
+            boxes, score, label = boxes[keep], score[keep], label[keep]
+            idx = torchvision.ops.nms(boxes, score, nms["iou"])[:nms["max_det"]]
+            b = boxes[idx].numpy().astype(np.float64)
+        b[:, [0, 2]] = ((b[:, [0, 2]] - dw) / gain).clip(0, w)
+        b[:, [1, 3]] = ((b[:, [1, 3]] - dh) / gain).clip(0, h)
+        if stages is not None:
+            for key, value in (("decode+letterbox", t1 - t0), ("model", t2 - t1),
+                               ("nms+boxes", time.perf_counter() - t2)):
+                stages.setdefault(key, []).append(value * 1e3)
+        return [{"class_id": int(c), "label": labels[int(c)], "score": float(s), "box": [float(v) for v in box]}
+                for box, s, c in zip(b, score[idx].numpy(), label[idx].numpy())]
+
+    return detect
+
+
+def iou(a, b) -> float:
+    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - iw * ih
+    return iw * ih / union if union > 0 else 0.0
+
+
+def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int) -> dict:
+    stop_at = time.time() + seconds
+    counts, errors = [0] * clients, [0] * clients
+
+    def client(i):
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        while time.time() < stop_at:
+            try:
+                status, _ = server.post("/api/v1/detect", jpeg, conn=conn)
+                counts[i] += 1
+                errors[i] += status != 200
+            except (OSError, http.client.HTTPException):
+                errors[i] += 1
+                conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        conn.close()
+
+    t0 = time.time()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.time() - t0
+    return {"requests": sum(counts), "errors": sum(errors), "seconds": round(elapsed, 1),
+            "rps": round(sum(counts) / elapsed, 2)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--weights", default=str(ROOT.parent / "shared" / "models" / "yolov5n.pt"))
+    parser.add_argument("--models", default=str(ROOT / "models"))
+    parser.add_argument("--runs", type=int, default=30, help="timed runs per image and side")
+    parser.add_argument("--threads", type=int, default=2, help="CPU threads for LiteRT and for PyTorch")
+    parser.add_argument("--seconds", type=float, default=15, help="per throughput measurement")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent clients for throughput")
+    args = parser.parse_args()
+
+    from converters import pipeline
+    from converters.sources import photo_path
+
+    models = Path(args.models)
+    if not (models / "yolov5n" / "manifest.json").is_file():
+        pipeline.convert("yolov5n", weights=args.weights, out=models)
+    images = {name: Path(photo_path(name)).read_bytes() for name in ("bus.jpg", "zidane.jpg")}
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+
+    torch_detect = pytorch_detector(Path(args.weights), args.threads)
+    server = Gunicorn(models, workers=1, infer_threads=args.threads)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        for jpeg in images.values():  # warm-up: load, first inference
+            for _ in range(3):
+                server.post("/api/v1/detect?model=yolov5n", jpeg, conn=conn)
+                torch_detect(jpeg)
+        print(f"\n1. per-image latency, {args.runs} interleaved runs per image, {args.threads} threads each side")
+        print(f"{'image':<12}{'API (LiteRT) ms':>18}{'PyTorch ms':>14}{'ratio':>8}  same detections")
+        ratios, api_stages, torch_stages = [], {}, {}
+        for name, jpeg in images.items():
+            api_ms, torch_ms, same = [], [], True
+            for _ in range(args.runs):
+                t0 = time.perf_counter()
+                status, body = server.post("/api/v1/detect?model=yolov5n", jpeg, conn=conn)
+                api_ms.append((time.perf_counter() - t0) * 1e3)
+                for key, value in json.loads(body)["timing_ms"].items():
+                    api_stages.setdefault(key, []).append(value)
+                t0 = time.perf_counter()
+                reference = torch_detect(jpeg, torch_stages)
+                torch_ms.append((time.perf_counter() - t0) * 1e3)
+            got = json.loads(body)["detections"]
+            same = status == 200 and [d["class_id"] for d in got] == [d["class_id"] for d in reference] and all(
+                iou(g["box"], r["box"]) >= 0.9 for g, r in zip(got, reference))
+            a, t = statistics.median(api_ms), statistics.median(torch_ms)
+            ratios.append(t / a)
+            print(f"{name:<12}{a:>12.1f} (p90 {sorted(api_ms)[int(0.9 * len(api_ms))]:.0f})"
+                  f"{t:>9.1f} (p90 {sorted(torch_ms)[int(0.9 * len(torch_ms))]:.0f})"
+                  f"{t / a:>7.2f}x  {'yes' if same else 'NO'} ({len(got)} boxes)")
+        conn.close()
+    finally:
+        server.stop()
+
+    def medians(stages):
+        return ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in stages.items())
+
+    print(f"medians, ms: API (server side) {medians(api_stages)}")
+    print(f"             PyTorch           {medians(torch_stages)}")
+    ratio = statistics.mean(ratios)
+    print(f"API vs PyTorch: {ratio:.2f}x faster (median latency ratio, mean over images; "
+          f"target >= 1.5x: {'met' if ratio >= 1.5 else 'NOT met'})")
+
+    print(f"\n2. throughput of /api/v1/detect (bus.jpg), {args.clients} clients, {args.seconds:.0f} s each, "
+          f"{args.threads} CPU threads in total")
+    results = {}
+    for workers in (1, 2):
+        server = Gunicorn(models, workers=workers, infer_threads=max(1, args.threads // workers))
+        try:
+            for _ in range(2 * workers + 2):
+                server.post("/api/v1/detect", images["bus.jpg"])
+            results[workers] = throughput(server, images["bus.jpg"], args.seconds, args.clients)
+        finally:
+            server.stop()
+        r = results[workers]
+        print(f"  {workers} worker(s) x {max(1, args.threads // workers)} LiteRT thread(s): {r['rps']:.2f} req/s "
+              f"({r['requests']} requests, {r['errors']} errors)")
+    print(f"  2 workers vs 1: {results[2]['rps'] / max(results[1]['rps'], 1e-9):.2f}x")
+    print(f"load average {os.getloadavg()[0]:.2f} at end (other processes share these CPUs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

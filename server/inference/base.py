@@ -1,0 +1,36 @@
+"""What every runner shares: the manifest, its folder, LiteRT loading, parameter errors."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .litert import LiteRTModel
+
+
+class ParameterError(ValueError):
+    """A request parameter the model cannot honour (-> 400 with the parameter's name)."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
+class ModelUnavailable(RuntimeError):
+    """An installed manifest whose server artifact is missing or does not load (-> 503)."""
+
+
+class Runner:
+    task = ""
+
+    def __init__(self, manifest: dict, folder: Path):
+        self.manifest = manifest
+        self.folder = Path(folder)
+        self.id = manifest["id"]
+
+    def load_tflite(self, relative: str) -> LiteRTModel:
+        path = (self.folder / relative).resolve()
+        if self.folder.resolve() not in path.parents:
+            raise ModelUnavailable(f"{self.id}: server artifact {relative!r} lies outside the model folder")
+        try:
+            return LiteRTModel(path)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise ModelUnavailable(f"{self.id}: could not load {relative}: {exc}") from exc

@@ -1,0 +1,116 @@
+"""One .tflite file, run with LiteRT (ai-edge-litert), safe under concurrent requests.
+
+A LiteRT interpreter is not thread-safe (its input/output tensors are shared state), so a
+``LiteRTModel`` keeps a small pool of interpreters of the same file: a request takes one,
+runs it and gives it back, waiting while all are busy. The pool grows lazily up to
+``pool_size`` (DATARAILROAD_INTERPRETERS, default 1: the pool is then a lock).
+
+Inputs and outputs are addressed by the signature's keys when the file has a
+``serving_default`` signature (our converters write one), otherwise by tensor name.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from pathlib import Path
+
+import numpy as np
+
+
+def default_threads() -> int:
+    """Interpreter threads: DATARAILROAD_INFER_THREADS, else the cores left per gunicorn worker
+    (WEB_CONCURRENCY, default one worker per core -> 1 thread)."""
+    if os.environ.get("DATARAILROAD_INFER_THREADS"):
+        return max(1, int(os.environ["DATARAILROAD_INFER_THREADS"]))
+    cpus = os.cpu_count() or 1
+    workers = int(os.environ.get("WEB_CONCURRENCY", cpus) or cpus)
+    return max(1, cpus // max(1, workers))
+
+
+def default_pool_size() -> int:
+    """Interpreters per model and worker: DATARAILROAD_INTERPRETERS, default 1. With one
+    worker per core the CPUs are busy anyway; a second interpreter (XNNPACK repacks the
+    weights per interpreter) mostly costs memory. The worker's other thread meanwhile decodes
+    and preprocesses its own request."""
+    return max(1, int(os.environ.get("DATARAILROAD_INTERPRETERS", 1)))
+
+
+class _Instance:
+    """One interpreter with its input/output index maps."""
+
+    def __init__(self, path: Path, threads: int):
+        from ai_edge_litert.interpreter import Interpreter
+
+        self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
+        self.interpreter.allocate_tensors()
+        signatures = self.interpreter.get_signature_list()
+        if "serving_default" in signatures:
+            runner = self.interpreter.get_signature_runner("serving_default")
+            self.inputs = {k: (d["index"], d["dtype"], tuple(d["shape"]))
+                           for k, d in runner.get_input_details().items()}
+            self.outputs = {k: d["index"] for k, d in runner.get_output_details().items()}
+        else:
+            self.inputs = {d["name"]: (d["index"], d["dtype"], tuple(d["shape"]))
+                           for d in self.interpreter.get_input_details()}
+            self.outputs = {d["name"]: d["index"] for d in self.interpreter.get_output_details()}
+
+    def run(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for key, (index, dtype, _) in self.inputs.items():
+            self.interpreter.set_tensor(index, np.ascontiguousarray(feed[key], dtype=dtype))
+        self.interpreter.invoke()
+        # get_tensor copies: the arrays stay valid after the interpreter goes back to the pool.
+        return {key: self.interpreter.get_tensor(index) for key, index in self.outputs.items()}
+
+
+class LiteRTModel:
+    def __init__(self, path: Path, threads: int | None = None, pool_size: int | None = None):
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"{self.path} is missing")
+        self.threads = threads or default_threads()
+        self.pool_size = pool_size or default_pool_size()
+        self._idle: queue.LifoQueue[_Instance] = queue.LifoQueue()
+        self._created = 0
+        self._lock = threading.Lock()
+        first = _Instance(self.path, self.threads)  # load now: a broken file fails at load, not mid-request
+        self.input_keys = list(first.inputs)
+        self.input_shapes = {k: v[2] for k, v in first.inputs.items()}
+        self.output_keys = list(first.outputs)
+        self._created = 1
+        self._idle.put(first)
+
+    def _take(self) -> _Instance:
+        try:
+            return self._idle.get_nowait()
+        except queue.Empty:
+            pass
+        with self._lock:
+            if self._created < self.pool_size:
+                self._created += 1
+                grow = True
+            else:
+                grow = False
+        if grow:
+            try:
+                return _Instance(self.path, self.threads)
+            except Exception:
+                with self._lock:
+                    self._created -= 1
+                raise
+        return self._idle.get()  # all busy: wait for one
+
+    def run(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        instance = self._take()
+        try:
+            return instance.run(feed)
+        finally:
+            self._idle.put(instance)
+
+    def run1(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        """Single-input models: feed ``x`` to the one input."""
+        return self.run({self.input_keys[0]: x})
+
+    @property
+    def interpreters(self) -> int:
+        return self._created
