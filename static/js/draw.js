@@ -74,6 +74,22 @@ export function drawHand(ctx, keypoints, color, mirrored, label) {
     ctx.font = `${Math.max(14, Math.round(width / 40))}px system-ui, sans-serif`;
     ctx.fillStyle = color;
     ctx.textBaseline = 'top';
-    ctx.fillText(label, pts[0][0] + r * 2, pts[0][1] + r * 2);
+    // Beside the wrist, kept inside the canvas.
+    const textW = ctx.measureText(label).width;
+    const textH = parseInt(ctx.font, 10);
+    const x = Math.max(0, Math.min(pts[0][0] + r * 2, width - textW - 2));
+    const y = Math.max(0, Math.min(pts[0][1] + r * 2, ctx.canvas.height - textH - 2));
+    ctx.fillText(label, x, y);
   }
+}
+
+// A large emoji (or any short text) centred at source (x, y); a mirrored view flips x only,
+// so the glyph itself stays readable.
+export function drawEmoji(ctx, text, x, y, size, mirrored) {
+  ctx.save();
+  ctx.font = `${Math.round(size)}px "Noto Color Emoji", "Apple Color Emoji", "Segoe UI Emoji", sans-serif`;
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'middle';
+  ctx.fillText(text, viewX(x, ctx.canvas.width, mirrored), y);
+  ctx.restore();
 }

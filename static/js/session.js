@@ -1,6 +1,6 @@
 // Opening a model on a page: manifest, backend choice (timed or remembered), graph load
 // with byte progress, warm-up; and the status panel that reports each step.
-import {chooseBackend, fetchManifest, graphUrl, loadModel, timeModel, useBackend, warmUp} from './runtime.js';
+import {chooseBackend, fetchManifest, graphUrl, loadModel, timeModel, trackModelLoads, useBackend, warmUp} from './runtime.js';
 
 export class LoadPanel {
   constructor() {
@@ -48,6 +48,46 @@ export async function openModel(modelId, probed, override, panel, part = 'model'
   const loadMs = performance.now() - started;
   panel.status('Warming up…');
   const warmMs = await warmUp(model);
+  panel.progress(1);
+  return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
+}
+
+// The same steps for a model that a library loads from several graphs itself
+// (hand-pose-detection): `parts` are manifest.tfjs keys; create(urls, manifest) builds the
+// library's object on the current backend (it must expose dispose()); warm(object) runs it
+// once and returns ms. `key` names the backend memory (default: the model id).
+// -> {manifest, model, backend, reason, timings, loadMs, warmMs}
+export async function openLibraryModel(modelId, probed, override, panel, {parts, create, warm, key}) {
+  panel.status('Reading the model manifest…', 'loading');
+  const manifest = await fetchManifest(modelId);
+  const urls = parts.map((part) => graphUrl(manifest, part));
+  const bytes = parts.map((part) => (manifest.tfjs_bytes || {})[part] || 1);
+  const load = async () => {
+    const untrack = trackModelLoads(urls, (f) => panel.progress(f), bytes);
+    try {
+      return await create(urls, manifest);
+    } finally {
+      untrack();
+    }
+  };
+  const choice = await chooseBackend(key || modelId, probed, async (name) => {
+    panel.status(`Timing ${name}…`);
+    const model = await load();
+    try {
+      await warm(model);
+      const times = [await warm(model), await warm(model)].sort((a, b) => a - b);
+      return times[0];
+    } finally {
+      model.dispose();
+    }
+  }, override);
+  await useBackend(choice.backend);
+  panel.status(`Loading on ${choice.backend}…`);
+  const started = performance.now();
+  const model = await load();
+  const loadMs = performance.now() - started;
+  panel.status('Warming up…');
+  const warmMs = await warm(model);
   panel.progress(1);
   return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
 }

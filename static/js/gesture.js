@@ -1,0 +1,185 @@
+// Thumbs-up / thumbs-down / none from MediaPipe's 21 hand landmarks. Pure functions, no DOM
+// and no TF.js: the page, Node unit tests and any other caller share this one module.
+//
+// Points: 21 x [x, y] or [x, y, z] (or {x, y, z}), any unit, y pointing DOWN: the image
+// keypoints (pixels). Optionally `world`: MediaPipe's 3-D world landmarks (metres, axes
+// following the image); when given, the hand's shape (finger curl, thumb straightness and
+// reach) is read from them — better for fingers curled towards the camera — while the thumb's
+// direction is always read from the image x, y, because "up" means up in the picture.
+//
+// Rules (all ratios and angles, so scale-free; measured in the hand's own frame, so
+// rotation-free except the thumb's direction, which is the gesture itself; mirror-free, so
+// either hand):
+//   1. the four fingers are folded: each finger's PIP -> tip points back against the
+//      palm's wrist -> MCP direction (cosine below a threshold);
+//   2. the thumb is straight and sticks out of the fist: its tip is far from the folded
+//      fingers' joints (a fist with the thumb tucked across the fingers fails here);
+//   3. the thumb's tip is the hand's extreme point along the thumb's own direction, by a
+//      margin (the thumb sticks out of the fist, whichever way the hand is turned);
+//   4. the thumb points up (or down) in the picture, within a cone.
+// Each threshold has an "enter" and a looser "hold" value: classifyGesture(points, {hold})
+// keeps a gesture already shown unless a feature clearly leaves it (hysteresis).
+
+export const WRIST = 0;
+const THUMB = [1, 2, 3, 4];
+const FINGERS = [[5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16], [17, 18, 19, 20]];
+
+export const GESTURES = {
+  thumbs_up: {label: 'thumbs up', emoji: '\u{1F44D}'},
+  thumbs_down: {label: 'thumbs down', emoji: '\u{1F44E}'},
+  none: {label: '', emoji: ''},
+};
+
+// [enter, hold] per rule.
+export const THRESHOLDS = {
+  fingerFold: [-0.2, 0.0],      // per finger: cos(wrist -> MCP, PIP -> tip) below
+  thumbStraight: [0.8, 0.72],   // |tip - mcp| / (|ip - mcp| + |tip - ip|) above
+  thumbOut: [0.45, 0.35],       // thumb tip to nearest finger PIP/DIP, in palm lengths, above
+  thumbReach: [0.2, 0.1],       // thumb tip beyond every other point along the thumb, in palm lengths, above
+  thumbCone: [55, 65],          // degrees between the thumb (MCP -> tip) and straight up/down, below
+};
+
+function toPoints(points) {
+  if (!points || points.length !== 21) throw new Error(`need 21 landmarks, got ${points ? points.length : 0}`);
+  return points.map((p) => (Array.isArray(p) ? [p[0], p[1], p.length > 2 && p[2] != null ? p[2] : 0]
+                                              : [p.x, p.y, p.z == null ? 0 : p.z]));
+}
+
+const sub = (a, b) => [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+const norm = (v) => Math.hypot(v[0], v[1], v[2]);
+const dist = (a, b) => norm(sub(a, b));
+const cosine = (a, b) => (a[0] * b[0] + a[1] * b[1] + a[2] * b[2]) / ((norm(a) * norm(b)) || 1);
+
+function straightness(pts, chain) {
+  let length = 0;
+  for (let i = 1; i < chain.length; i++) length += dist(pts[chain[i]], pts[chain[i - 1]]);
+  return length > 0 ? dist(pts[chain[chain.length - 1]], pts[chain[0]]) / length : 0;
+}
+
+// Palm length: the largest of the wrist -> MCP and MCP -> MCP spans (stable under
+// foreshortening of any single one of them).
+function palmLength(pts) {
+  const w = pts[WRIST];
+  return Math.max(dist(w, pts[5]), dist(w, pts[9]), dist(w, pts[17]), dist(pts[5], pts[17])) || 1;
+}
+
+// The features the rules read; exported for tests and for showing why a gesture was chosen.
+export function handFeatures(points, world = null) {
+  const img = toPoints(points);
+  const shape = world ? toPoints(world) : img;
+  const shapeScale = palmLength(shape);
+  const fingerFold = FINGERS.map(([mcp, pip, , tip]) => cosine(sub(shape[mcp], shape[WRIST]), sub(shape[tip], shape[pip])));
+  const thumbStraight = straightness(shape, THUMB.slice(1));
+  const joints = FINGERS.flatMap((f) => [shape[f[1]], shape[f[2]]]);
+  const tip = shape[THUMB[3]];
+  const thumbOut = Math.min(...joints.map((j) => dist(tip, j))) / shapeScale;
+  const axis = sub(tip, shape[THUMB[1]]);
+  const unit = axis.map((c) => c / (norm(axis) || 1));
+  const along = (p) => p[0] * unit[0] + p[1] * unit[1] + p[2] * unit[2];
+  const others = FINGERS.flat().concat([WRIST]).map((i) => along(shape[i]));
+  const thumbReach = (along(tip) - Math.max(...others)) / shapeScale;
+  // Direction in the picture: angle of MCP -> tip from straight up (0) .. straight down (180).
+  const v = sub(img[THUMB[3]], img[THUMB[1]]);
+  const thumbAngle = Math.atan2(Math.abs(v[0]), -v[1]) * 180 / Math.PI;
+  return {fingerFold, thumbStraight, thumbOut, thumbReach, thumbAngle};
+}
+
+function pick(rule, holding) {
+  return THRESHOLDS[rule][holding ? 1 : 0];
+}
+
+// -> {gesture: 'thumbs_up' | 'thumbs_down' | 'none', features}
+export function classifyGesture(points, {world = null, hold = 'none'} = {}) {
+  const f = handFeatures(points, world);
+  const holding = hold === 'thumbs_up' || hold === 'thumbs_down';
+  const fist = f.fingerFold.every((c) => c < pick('fingerFold', holding));
+  const thumbOut = f.thumbStraight > pick('thumbStraight', holding) && f.thumbOut > pick('thumbOut', holding)
+    && f.thumbReach > pick('thumbReach', holding);
+  let gesture = 'none';
+  if (fist && thumbOut) {
+    if (f.thumbAngle < pick('thumbCone', hold === 'thumbs_up')) gesture = 'thumbs_up';
+    else if (180 - f.thumbAngle < pick('thumbCone', hold === 'thumbs_down')) gesture = 'thumbs_down';
+  }
+  return {gesture, features: f};
+}
+
+// Live video: a new gesture is shown only after `frames` consecutive frames agree, and the
+// shown one is classified with the looser "hold" thresholds. Together: no flicker.
+export class GestureStabilizer {
+  constructor({frames = 3} = {}) {
+    this.frames = frames;
+    this.reset();
+  }
+
+  reset() {
+    this.stable = 'none';
+    this.candidate = null;
+    this.count = 0;
+  }
+
+  // points (, world) -> {gesture (stable), raw, features}
+  update(points, world = null) {
+    const {gesture: raw, features} = classifyGesture(points, {world, hold: this.stable});
+    if (raw === this.stable) {
+      this.candidate = null;
+      this.count = 0;
+    } else if (raw === this.candidate) {
+      this.count += 1;
+    } else {
+      this.candidate = raw;
+      this.count = 1;
+    }
+    if (this.candidate != null && this.count >= this.frames) {
+      this.stable = this.candidate;
+      this.candidate = null;
+      this.count = 0;
+    }
+    return {gesture: this.stable, raw, features};
+  }
+}
+
+// Several hands over time: one stabilizer per hand, matched frame to frame by the nearest
+// wrist (in palm lengths), preferring the same key (e.g. handedness) — so a handedness label
+// that flips for a frame does not restart the hand's gesture. A hand unseen for `forget`
+// frames is dropped.
+export class GestureTracker {
+  constructor({frames = 3, forget = 5} = {}) {
+    this.frames = frames;
+    this.forget = forget;
+    this.tracks = [];   // {key, wrist, stabilizer, missed}
+  }
+
+  reset() {
+    this.tracks = [];
+  }
+
+  // hands: [{key, points, world?}] -> [{gesture, raw, features}] in the same order.
+  update(hands) {
+    const free = new Set(this.tracks);
+    const results = hands.map((hand) => {
+      const pts = toPoints(hand.points);
+      const wrist = pts[WRIST];
+      const scale = palmLength(pts);
+      let best = null;
+      for (const track of free) {
+        const moved = dist(track.wrist, wrist) / scale;
+        if (moved > 2 && track.key !== hand.key) continue;   // another hand, not this one relabelled
+        const cost = moved + (track.key === hand.key ? 0 : 1);
+        if (!best || cost < best.cost) best = {track, cost};
+      }
+      let track = best && best.track;
+      if (!track) {
+        track = {key: hand.key, stabilizer: new GestureStabilizer({frames: this.frames})};
+        this.tracks.push(track);
+      }
+      free.delete(track);
+      track.key = hand.key;
+      track.wrist = wrist;
+      track.missed = 0;
+      return track.stabilizer.update(pts, hand.world || null);
+    });
+    for (const track of free) track.missed += 1;
+    this.tracks = this.tracks.filter((t) => t.missed <= this.forget);
+    return results;
+  }
+}

@@ -1,0 +1,395 @@
+// Hand pose page: camera / video / image -> @tensorflow-models/hand-pose-detection
+// (runtime 'tfjs' on our converted graphs) -> 21 keypoints, skeleton, handedness and a
+// thumbs-up / thumbs-down gesture. One frame in flight; the library disposes its tensors.
+//
+// Handedness: MediaPipe's model assumes a mirrored (selfie) picture. Camera frames, video
+// files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
+// mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
+// real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
+import {probeBackends, urlOverride, pageData, warmUp} from './runtime.js';
+import {LoadPanel, openLibraryModel, describeChoice} from './session.js';
+import {drawFrame, drawHand, drawEmoji} from './draw.js';
+import {Hud} from './hud.js';
+import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError} from './inputs.js';
+import {GESTURES, GestureTracker, classifyGesture} from './gesture.js';
+
+const tf = globalThis.tf;
+const hpd = globalThis.handPoseDetection;
+const $ = (id) => document.getElementById(id);
+
+const MEDIAPIPE_PATH = '/vendor/mediapipe-hands';
+const COLORS = {Left: '#ff8c1a', Right: '#1f9bff'};
+const SWAP = {Left: 'Right', Right: 'Left'};
+
+const state = {
+  opened: null,        // {manifest, model (the library's detector), backend, ...}
+  probed: [],
+  runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',
+  source: null,        // 'camera' | 'video' | 'image'
+  image: null,         // ImageBitmap for the image source
+  imageName: '',
+  busy: false,
+  paused: false,
+  frames: 0,
+  stopLoop: null,
+  lastResult: null,
+};
+
+const hud = new Hud($('hud'), ['grab', 'estimate', 'gesture', 'draw']);
+const panel = new LoadPanel();
+const tracker = new GestureTracker({frames: 3});
+const view = $('view');
+const ctx = view ? view.getContext('2d') : null;
+const grab = document.createElement('canvas');   // the frame being inferred, drawn with its hands
+const grabCtx = grab.getContext('2d', {willReadFrequently: true});
+
+function showMessage(text) {
+  const el = $('camera-message');
+  el.hidden = !text;
+  el.textContent = text || '';
+}
+
+function settings() {
+  return {
+    variant: $('variant-select').value,
+    maxHands: Number($('max-hands').value) || 2,
+    score: Number($('score').value),
+  };
+}
+
+// ---- the library's detector on our converted graphs (or MediaPipe's own runtime) ----
+
+function loadScript(src) {
+  if (document.querySelector(`script[src="${src}"]`)) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const script = document.createElement('script');
+    script.src = src;
+    script.onload = resolve;
+    script.onerror = () => reject(new Error(`could not load ${src}`));
+    document.head.appendChild(script);
+  });
+}
+
+async function createDetector(urls, {variant, maxHands}) {
+  if (!hpd) throw new Error('the hand-pose-detection library did not load');
+  const model = hpd.SupportedModels.MediaPipeHands;
+  if (state.runtime === 'mediapipe') {
+    // The peer for the benchmark: MediaPipe's WASM + WebGL solution, served locally.
+    await loadScript(`${MEDIAPIPE_PATH}/hands.js`);
+    return hpd.createDetector(model, {runtime: 'mediapipe', solutionPath: MEDIAPIPE_PATH, modelType: variant, maxHands});
+  }
+  return hpd.createDetector(model, {
+    runtime: 'tfjs', modelType: variant, maxHands, detectorModelUrl: urls[0], landmarkModelUrl: urls[1],
+  });
+}
+
+// The palm detector's score threshold (MediaPipe's min_detection_confidence). The library
+// hard-codes 0.5; shifting the detector's score logit by ln((1-t)/t) makes its fixed 0.5 cut
+// fall exactly at t (order-preserving, so NMS is unchanged). Hand scores (the landmark
+// model's presence flag) keep the library's own 0.5 floor.
+function applyDetectionThreshold(detector) {
+  if (detector.handsSolution) {   // MediaPipe's runtime has the option itself
+    detector.handsSolution.setOptions({minDetectionConfidence: settings().score});
+    return;
+  }
+  const graph = detector.detectorModel;
+  if (!graph || graph.predictUnshifted) return;
+  graph.predictUnshifted = graph.predict.bind(graph);
+  graph.predict = (input, config) => {
+    const t = Math.min(Math.max(settings().score, 0.01), 0.99);
+    if (t === 0.5) return graph.predictUnshifted(input, config);
+    return tf.tidy(() => {
+      const raw = graph.predictUnshifted(input, config);   // [1, anchors, 1 + 18]: score logit first
+      const shift = tf.tensor1d([Math.log((1 - t) / t)].concat(new Array(raw.shape[2] - 1).fill(0)));
+      return raw.add(shift);
+    });
+  };
+}
+
+// One pass on a blank frame (palm detector) and one on the landmark graph, which a frame
+// without a palm never reaches: both compiled / allocated before the first real frame.
+async function warmDetector(detector) {
+  const started = performance.now();
+  const blank = document.createElement('canvas');
+  blank.width = 256;
+  blank.height = 256;
+  blank.getContext('2d').fillRect(0, 0, 256, 256);
+  await detector.estimateHands(blank, {staticImageMode: true, flipHorizontal: false});
+  if (detector.landmarkModel) await warmUp(detector.landmarkModel);
+  if (detector.reset) detector.reset();
+  return performance.now() - started;
+}
+
+async function openSelectedModel() {
+  stopLoop();
+  if (state.opened) state.opened.model.dispose();
+  state.opened = null;
+  tracker.reset();
+  const choice = $('backend-select').value;
+  const override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
+  const s = settings();
+  const modelId = $('model-select').value;
+  state.opened = await openLibraryModel(modelId, state.probed, override, panel, {
+    parts: [`detector_${s.variant}`, `landmark_${s.variant}`],
+    create: (urls) => createDetector(urls, s),
+    warm: warmDetector,
+    key: `${modelId}.${state.runtime}.${s.variant}`,
+  });
+  applyDetectionThreshold(state.opened.model);
+  state.opened.variant = s.variant;
+  state.opened.maxHands = s.maxHands;
+  const what = state.runtime === 'mediapipe' ? 'MediaPipe runtime (WASM + WebGL), ' : '';
+  panel.status(`${what}${s.variant} · ${describeChoice(state.opened)}`, 'ready');
+  panel.panel.dataset.variant = s.variant;
+  panel.panel.dataset.runtime = state.runtime;
+  document.body.dataset.backend = state.opened.backend;
+}
+
+// ---- one frame ----
+
+function toResultHand(hand, gesture) {
+  const modelLabel = hand.handedness;
+  return {
+    handedness: SWAP[modelLabel] || modelLabel,
+    model_handedness: modelLabel,
+    score: hand.score,
+    gesture,
+    keypoints: hand.keypoints.map((k) => [k.x, k.y]),
+  };
+}
+
+function draw(result, mirrored) {
+  drawFrame(ctx, grab, mirrored);
+  for (const hand of result.hands) {
+    const color = COLORS[hand.handedness] || '#fff';
+    drawHand(ctx, hand.keypoints, color, mirrored, `${hand.handedness} ${(hand.score * 100).toFixed(0)}%`);
+    const emoji = GESTURES[hand.gesture].emoji;
+    if (!emoji) continue;
+    // Above the hand if there is room, else below it; always inside the frame.
+    const xs = hand.keypoints.map((k) => k[0]);
+    const ys = hand.keypoints.map((k) => k[1]);
+    const {width, height} = ctx.canvas;
+    const size = Math.max(28, Math.min(160, (Math.max(...ys) - Math.min(...ys)) * 0.45, width / 4, height / 4));
+    const clamp = (v, hi) => Math.min(Math.max(v, size * 0.6), hi - size * 0.6);
+    const above = Math.min(...ys) - size * 0.6;
+    const y = above >= size * 0.6 ? above : Math.max(...ys) + size * 0.6;
+    drawEmoji(ctx, emoji, clamp((Math.min(...xs) + Math.max(...xs)) / 2, width), clamp(y, height), size, mirrored);
+  }
+}
+
+function renderResults(result) {
+  const list = $('results');
+  list.replaceChildren(...result.hands.map((hand, i) => {
+    const li = document.createElement('li');
+    li.dataset.index = String(i);
+    li.dataset.handedness = hand.handedness;
+    li.dataset.modelHandedness = hand.model_handedness;
+    li.dataset.score = hand.score.toFixed(4);
+    li.dataset.gesture = hand.gesture;
+    li.dataset.keypoints = hand.keypoints.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(';');
+    const g = GESTURES[hand.gesture];
+    const emoji = document.createElement('span');
+    emoji.className = 'gesture-emoji';
+    emoji.textContent = g.emoji;
+    const text = document.createElement('span');
+    text.className = 'hand-text';
+    text.textContent = `${hand.handedness} hand ${(hand.score * 100).toFixed(0)}%${g.label ? ` — ${g.label}` : ''}`;
+    li.style.setProperty('--hand-color', COLORS[hand.handedness] || '#888');
+    li.append(emoji, text);
+    return li;
+  }));
+  Object.assign(list.dataset, {
+    frame: String(state.frames), count: String(result.hands.length), width: String(result.image.width),
+    height: String(result.image.height), source: state.source || '', image: state.imageName,
+    model: result.model, variant: result.variant, runtime: state.runtime,
+  });
+  // The badge: the first hand showing a gesture (the result list has every hand's).
+  const shown = result.hands.find((h) => h.gesture !== 'none');
+  const badge = $('gesture');
+  badge.dataset.gesture = shown ? shown.gesture : 'none';
+  badge.querySelector('.gesture-emoji').textContent = shown ? GESTURES[shown.gesture].emoji : '';
+  badge.querySelector('.gesture-label').textContent = shown ? GESTURES[shown.gesture].label : '';
+}
+
+// source -> the shared result schema {model, image, hands: [...], timing_ms}.
+async function processFrame(source, {mirrored, live}) {
+  const {manifest, model: detector, variant} = state.opened;
+  const t0 = performance.now();
+  const width = source.videoWidth || source.width;
+  const height = source.videoHeight || source.height;
+  if (grab.width !== width || grab.height !== height) {
+    grab.width = width;
+    grab.height = height;
+  }
+  grabCtx.drawImage(source, 0, 0, width, height);
+  const t1 = performance.now();
+  // MediaPipe's own runtime decides static vs tracking by the input's type: give it the video.
+  const input = state.runtime === 'mediapipe' && live ? source : grab;
+  const found = await detector.estimateHands(input, {staticImageMode: !live, flipHorizontal: false});
+  const t2 = performance.now();
+  const world = (h) => (h.keypoints3D ? h.keypoints3D.map((k) => [k.x, k.y, k.z]) : null);
+  // Live: stabilised per hand over frames (hysteresis); a still image: one verdict.
+  const gestures = live
+    ? tracker.update(found.map((h) => ({key: h.handedness, points: h.keypoints, world: world(h)}))).map((g) => g.gesture)
+    : found.map((h) => classifyGesture(h.keypoints, {world: world(h)}).gesture);
+  const hands = found.map((h, i) => toResultHand(h, gestures[i]));
+  const t3 = performance.now();
+  if (view.width !== width || view.height !== height) {
+    view.width = width;
+    view.height = height;
+  }
+  state.frames += 1;
+  const timing = {grab: t1 - t0, estimate: t2 - t1, gesture: t3 - t2};
+  const result = {model: manifest.id, variant, image: {width, height}, hands, timing_ms: timing};
+  draw(result, mirrored);
+  renderResults(result);
+  timing.draw = performance.now() - t3;
+  hud.frame(timing);
+  // Raw per-frame figures for benchmarks (the HUD shows smoothed ones).
+  const list = $('results');
+  list.dataset.totalMs = (performance.now() - t0).toFixed(2);
+  list.dataset.timing = JSON.stringify(Object.fromEntries(Object.entries(timing).map(([k, v]) => [k, +v.toFixed(2)])));
+  state.lastResult = result;
+  return result;
+}
+
+// ---- sources ----
+
+function stopLoop() {
+  if (state.stopLoop) state.stopLoop();
+  state.stopLoop = null;
+}
+
+function startVideoLoop(video, mirrored) {
+  stopLoop();
+  hud.reset();
+  tracker.reset();
+  if (state.opened && state.opened.model.reset) state.opened.model.reset();
+  state.stopLoop = onVideoFrames(video, () => {
+    if (state.busy || state.paused || !state.opened) return;   // never two frames in flight
+    state.busy = true;
+    processFrame(video, {mirrored, live: true})
+      .catch((err) => showMessage(`Hand detection failed: ${err.message}`))
+      .finally(() => { state.busy = false; });
+  });
+}
+
+async function runImage() {
+  if (!state.image || !state.opened) return;
+  while (state.busy) await new Promise((r) => setTimeout(r, 10));
+  state.busy = true;
+  try {
+    await processFrame(state.image, {mirrored: false, live: false});
+  } catch (err) {
+    showMessage(`Hand detection failed: ${err.message}`);
+  } finally {
+    state.busy = false;
+  }
+}
+
+function enableSourceControls() {
+  $('pause-button').disabled = state.source === 'image';
+  $('drop-hint').hidden = true;
+}
+
+async function startCamera() {
+  const video = $('video');
+  try {
+    await openCamera(video);
+  } catch (err) {
+    showMessage(err instanceof CameraError ? err.message : `Camera failed: ${err.message}`);
+    return false;
+  }
+  showMessage('');
+  state.source = 'camera';
+  state.imageName = '';
+  enableSourceControls();
+  startVideoLoop(video, true);   // selfie view: drawn mirrored like a mirror
+  return true;
+}
+
+async function useFiles(files) {
+  const file = files[0];
+  if (!file) return;
+  const video = $('video');
+  try {
+    if (file.type.startsWith('video/')) {
+      stopStream(video);
+      await openVideoFile(video, file);
+      state.source = 'video';
+      state.imageName = file.name;
+      enableSourceControls();
+      startVideoLoop(video, false);
+    } else {
+      const image = await decodeImage(file);
+      stopLoop();
+      stopStream(video);
+      video.pause();
+      if (state.image) state.image.close();
+      state.image = image;
+      state.source = 'image';
+      state.imageName = file.name;
+      enableSourceControls();
+      await runImage();
+    }
+    showMessage('');
+  } catch (err) {
+    showMessage(err.message);
+  }
+}
+
+async function main() {
+  const models = pageData().models || [];
+  if (!models.length) return;
+  state.probed = await probeBackends();
+  for (const option of $('backend-select').options) {
+    if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
+    if (option.value === 'server') option.hidden = true;   // no server runner for hands: in-browser only
+  }
+  const forced = urlOverride('backend');
+  if (forced) $('backend-select').value = forced;
+  const variant = urlOverride('variant');
+  if (variant === 'full' || variant === 'lite') $('variant-select').value = variant;
+  const score = Number(urlOverride('score'));
+  if (score > 0 && score < 1) {
+    $('score').value = String(score);
+    $('score-value').textContent = $('score').value;
+  }
+  const maxHands = urlOverride('hands');
+  if (maxHands === '1' || maxHands === '2') $('max-hands').value = maxHands;
+  await openSelectedModel();
+
+  $('camera-button').addEventListener('click', startCamera);
+  $('image-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
+  $('video-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
+  acceptFiles($('stage'), useFiles);
+  $('pause-button').addEventListener('click', () => {
+    state.paused = !state.paused;
+    $('pause-button').textContent = state.paused ? 'Resume' : 'Pause';
+  });
+  $('score').addEventListener('input', () => {
+    $('score-value').textContent = $('score').value;
+    if (state.opened) applyDetectionThreshold(state.opened.model);
+    if (state.source === 'image') runImage();
+  });
+  const reopen = async () => {
+    const source = state.source;
+    try {
+      await openSelectedModel();
+    } catch (err) {
+      panel.status(`Could not load: ${err.message}`, 'error');
+      return;
+    }
+    if (source === 'image') await runImage();
+    else if (source) startVideoLoop($('video'), source === 'camera');
+  };
+  for (const id of ['model-select', 'backend-select', 'variant-select', 'max-hands']) $(id).addEventListener('change', reopen);
+
+  // A live demo starts live: open the camera unless the page was asked not to.
+  if (urlOverride('camera') !== '0') await startCamera();
+}
+
+main().catch((err) => {
+  panel.status(`Could not start: ${err.message}`, 'error');
+  console.error(err);
+});

@@ -1,0 +1,271 @@
+"""static/js/gesture.js in Node on landmark sets: MediaPipe's own Python solution on the real
+hand photos, then the same hands rotated, mirrored, scaled, and edited into poses the photos
+lack (thumb tucked into a fist, index finger pointing). One Node process classifies all."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import HAND_FIXTURES, ROOT
+
+GESTURE_JS = ROOT / "static" / "js" / "gesture.js"
+PHOTOS = {"up_1.jpg": "thumbs_up", "up_3.jpg": "thumbs_up", "down_1.jpg": "thumbs_down",
+          "down_3.jpg": "thumbs_down", "none_2.jpg": "none"}
+OPPOSITE = {"thumbs_up": "thumbs_down", "thumbs_down": "thumbs_up", "none": "none"}
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+# Reads {cases: [{id, points, world?, hold?}], sequences: [{id, n, frames: [{points, world?}]}],
+# tracked: [{id, n, frames: [[{key, points}, ...], ...]]}} on stdin; prints {id: gesture},
+# {id: [stable gesture per frame]} and {id: [[stable gesture per hand] per frame]}.
+RUNNER = """
+import {classifyGesture, GestureStabilizer, GestureTracker} from %s;
+let text = '';
+process.stdin.on('data', (d) => { text += d; });
+process.stdin.on('end', () => {
+  const req = JSON.parse(text);
+  const cases = {};
+  for (const c of req.cases) cases[c.id] = classifyGesture(c.points, {world: c.world || null, hold: c.hold || 'none'}).gesture;
+  const sequences = {};
+  for (const s of req.sequences) {
+    const st = new GestureStabilizer({frames: s.n});
+    sequences[s.id] = s.frames.map((f) => st.update(f.points, f.world || null).gesture);
+  }
+  const tracked = {};
+  for (const s of req.tracked || []) {
+    const tracker = new GestureTracker({frames: s.n});
+    tracked[s.id] = s.frames.map((hands) => tracker.update(hands).map((g) => g.gesture));
+  }
+  process.stdout.write(JSON.stringify({cases, sequences, tracked}));
+});
+"""
+
+
+def photo_file(name: str) -> Path:
+    if name == "zidane.jpg":
+        from converters.sources import photo_path
+
+        return photo_path("zidane.jpg")
+    path = HAND_FIXTURES / name
+    if not path.is_file():
+        pytest.skip(f"hand fixture absent: {path}")
+    return path
+
+
+def photo(name: str) -> np.ndarray:
+    """RGB as the browser decodes it (EXIF orientation applied)."""
+    from PIL import Image, ImageOps
+
+    with Image.open(photo_file(name)) as im:
+        return np.asarray(ImageOps.exif_transpose(im).convert("RGB"))
+
+
+@functools.lru_cache(maxsize=None)
+def mediapipe_hands(name: str, variant: str = "full", min_detection_confidence: float = 0.3) -> tuple:
+    """MediaPipe 0.10.21 solutions.hands, static image mode, on a photo: per hand the model's
+    handedness label, score, 21 image landmarks [x px, y px, z (x scale)] and 21 world landmarks."""
+    return mediapipe_on(photo(name), variant, min_detection_confidence)
+
+
+def mediapipe_on(image: np.ndarray, variant: str = "full", min_detection_confidence: float = 0.3) -> tuple:
+    import mediapipe as mp
+
+    image = np.ascontiguousarray(image)
+    h, w = image.shape[:2]
+    with mp.solutions.hands.Hands(static_image_mode=True, max_num_hands=2,
+                                  model_complexity=1 if variant == "full" else 0,
+                                  min_detection_confidence=min_detection_confidence) as hands:
+        result = hands.process(image)
+    out = []
+    for lm, world, handedness in zip(result.multi_hand_landmarks or [], result.multi_hand_world_landmarks or [],
+                                     result.multi_handedness or []):
+        out.append({"handedness": handedness.classification[0].label, "score": handedness.classification[0].score,
+                    "image": np.array([[p.x * w, p.y * h, p.z * w] for p in lm.landmark]),
+                    "world": np.array([[p.x, p.y, p.z] for p in world.landmark])})
+    return tuple(out)
+
+
+def run_node(cases: list[dict], sequences: list[dict] = (), tracked: list[dict] = ()) -> dict:
+    script = RUNNER % json.dumps(GESTURE_JS.as_uri())
+    proc = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps(
+        {"cases": cases, "sequences": list(sequences), "tracked": list(tracked)}),
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+# ---------------------------------------------------------------- transformations
+
+def rotate(points: np.ndarray, degrees: float, centre=None) -> np.ndarray:
+    """In-plane rotation (x, y; z kept) about the centre, y pointing down like the image."""
+    p = np.array(points, dtype=float)
+    c = p[:, :2].mean(axis=0) if centre is None else centre
+    t = np.deg2rad(degrees)
+    r = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+    p[:, :2] = (p[:, :2] - c) @ r.T + c
+    return p
+
+
+def mirror(points: np.ndarray) -> np.ndarray:
+    p = np.array(points, dtype=float)
+    p[:, 0] = -p[:, 0]
+    return p
+
+
+def thumb_angle(points: np.ndarray) -> float:
+    """Degrees between the thumb (MCP -> tip) and straight up, in the picture."""
+    v = points[4, :2] - points[2, :2]
+    return float(np.degrees(np.arctan2(abs(v[0]), -v[1])))
+
+
+def tuck_thumb(points: np.ndarray) -> np.ndarray:
+    """Thumb folded across the curled fingers: tip on the index/middle middle phalanges, IP
+    between its MCP and the index PIP — the fist that must NOT read as a thumbs-up."""
+    p = np.array(points, dtype=float)
+    p[4] = (p[6] + p[10]) / 2 + (p[7] - p[6]) * 0.3
+    p[3] = (p[2] + p[6]) / 2
+    return p
+
+
+def point_index(points: np.ndarray) -> np.ndarray:
+    """Index finger straightened along the palm (wrist -> index MCP), the others still curled."""
+    p = np.array(points, dtype=float)
+    d = p[5] - p[0]
+    for i, k in zip((6, 7, 8), (0.45, 0.75, 1.0)):
+        p[i] = p[5] + d * k
+    return p
+
+
+def hand_sets() -> dict[str, dict]:
+    """Every photo's MediaPipe hand (full; lite too where MediaPipe's lite finds it)."""
+    sets = {}
+    for name in PHOTOS:
+        for variant in ("full", "lite"):
+            hands = mediapipe_hands(name, variant)
+            if hands:
+                assert len(hands) == 1, (name, variant, len(hands))
+                sets[f"{name}:{variant}"] = {"photo": name, "image": hands[0]["image"], "world": hands[0]["world"]}
+    return sets
+
+
+@pytest.fixture(scope="module")
+def cases():
+    """All landmark cases: id -> (points, world or None, expected gesture or None to skip)."""
+    out = {}
+    for key, hand in hand_sets().items():
+        expected = PHOTOS[hand["photo"]]
+        image, world = hand["image"], hand["world"]
+        for mode in ("2d", "world"):
+            def add(tag, img, wld, want, hold="none"):
+                pts = img[:, :2] if mode == "2d" else img
+                out[f"{key}:{mode}:{tag}"] = (pts, wld if mode == "world" else None, want, hold)
+
+            add("as-is", image, world, expected)
+            add("mirrored", mirror(image), mirror(world), expected)
+            add("scaled-0.2", image * 0.2 + 7, world, expected)
+            add("scaled-5", image * 5 - 300, world * 5, expected)
+            for deg in range(-180, 181, 15):
+                if deg == 0:
+                    continue
+                img_r, wld_r = rotate(image, deg), rotate(world, deg, centre=np.zeros(2))
+                angle = thumb_angle(img_r)
+                if expected == "none":
+                    want = "none"
+                elif angle < 45 or angle > 135:
+                    want = "thumbs_up" if angle < 45 else "thumbs_down"
+                elif 75 < angle < 105:
+                    want = "none"      # thumb sideways: neither
+                else:
+                    continue           # between the cones: either answer is defensible
+                add(f"rot{deg:+d}", img_r, wld_r, want)
+                add(f"rot{deg:+d}-mirrored", mirror(img_r), mirror(wld_r), want)
+            if expected != "none":
+                add("rot180", rotate(image, 180), rotate(world, 180, centre=np.zeros(2)), OPPOSITE[expected])
+                add("thumb-tucked", tuck_thumb(image), tuck_thumb(world), "none")
+                add("thumb-tucked-mirrored", mirror(tuck_thumb(image)), mirror(tuck_thumb(world)), "none")
+                add("index-pointing", point_index(image), point_index(world), "none")
+    return out
+
+
+@pytest.fixture(scope="module")
+def verdicts(cases):
+    payload = [{"id": cid, "points": np.asarray(p).tolist(), "world": None if w is None else np.asarray(w).tolist(),
+                "hold": hold} for cid, (p, w, _, hold) in cases.items()]
+    return run_node(payload)["cases"]
+
+
+def test_real_photos_as_mediapipe_sees_them(cases, verdicts):
+    """The untouched MediaPipe landmarks of every photo give the photo's gesture (2-D points
+    alone, and with world landmarks), full model; lite where MediaPipe's lite finds the hand."""
+    as_is = {cid: (verdicts[cid], want) for cid, (_, _, want, _) in cases.items() if cid.endswith(":as-is")}
+    assert len(as_is) >= 2 * len(PHOTOS), sorted(as_is)
+    wrong = {cid: got for cid, (got, want) in as_is.items() if got != want}
+    # down_1 seen by the lite model: its 2-D landmarks put the fingers straight (the model is
+    # wrong there, as an overlay shows); the world landmarks read the fist right.
+    allowed = {"down_1.jpg:lite:2d:as-is"}
+    assert set(wrong) <= allowed, wrong
+
+
+@pytest.mark.parametrize("transform", ["mirrored", "scaled", "rot", "thumb-tucked", "index-pointing"])
+def test_transformed_hands(cases, verdicts, transform):
+    chosen = {cid: c for cid, c in cases.items() if f":{transform}" in cid
+              and not cid.startswith("down_1.jpg:lite:2d")}
+    assert chosen
+    wrong = {cid: (verdicts[cid], want) for cid, (_, _, want, _) in chosen.items() if verdicts[cid] != want}
+    assert not wrong, f"{len(wrong)}/{len(chosen)} wrong: {dict(list(wrong.items())[:8])}"
+
+
+def test_hysteresis_keeps_a_shown_gesture_in_the_band():
+    """A thumb tilted between the enter cone (55 deg) and the hold cone (65 deg): not a new
+    thumbs-up, but a thumbs-up already shown stays."""
+    hand = mediapipe_hands("up_3.jpg")[0]
+    tilt = 60 - thumb_angle(hand["image"])
+    tilted = rotate(hand["image"], tilt)
+    assert abs(thumb_angle(tilted) - 60) < 0.5
+    got = run_node([{"id": "fresh", "points": tilted.tolist()},
+                    {"id": "held", "points": tilted.tolist(), "hold": "thumbs_up"}])["cases"]
+    assert got == {"fresh": "none", "held": "thumbs_up"}
+
+
+def test_stabilizer_needs_consecutive_frames_and_does_not_flicker():
+    up = mediapipe_hands("up_3.jpg")[0]["image"].tolist()
+    palm = mediapipe_hands("none_2.jpg")[0]["image"].tolist()
+    frames = [up] * 5 + [palm] + [up] * 3 + [palm, palm] + [up] + [palm] * 4
+    got = run_node([], [{"id": "s", "n": 3, "frames": [{"points": f} for f in frames]}])["sequences"]["s"]
+    assert got == (["none", "none"] + ["thumbs_up"] * 3      # up after 3 frames in a row
+                   + ["thumbs_up"] * 4                        # one stray palm frame: ignored
+                   + ["thumbs_up"] * 3                        # two stray frames, then up again: still up
+                   + ["thumbs_up", "thumbs_up", "none", "none"])  # three palms in a row: none
+
+
+def test_tracker_keeps_each_hand_through_a_flipped_handedness_label():
+    """Two hands: a thumbs-up and an open palm side by side. The up hand's label flips for a
+    frame (as MediaPipe's handedness sometimes does): its gesture stays; the palm stays none."""
+    up = mediapipe_hands("up_3.jpg")[0]["image"]
+    palm = mediapipe_hands("none_2.jpg")[0]["image"]
+    palm = palm * (np.ptp(up[:, 1]) / np.ptp(palm[:, 1]))   # same size,
+    palm[:, 0] += up[:, 0].max() - palm[:, 0].min() + 200     # to the right of the up hand
+    palm[:, 1] += up[:, 1].mean() - palm[:, 1].mean()
+
+    def hands(up_key):
+        return [{"key": up_key, "points": up.tolist()}, {"key": "Right", "points": palm.tolist()}]
+
+    frames = [hands("Left")] * 4 + [hands("Right")] + [hands("Left")] * 2
+    got = run_node([], tracked=[{"id": "t", "n": 3, "frames": frames}])["tracked"]["t"]
+    assert [g[0] for g in got] == ["none", "none"] + ["thumbs_up"] * 5
+    assert all(g[1] == "none" for g in got)
+
+
+def test_rejects_wrong_input():
+    proc = subprocess.run(["node", "--input-type=module", "-e",
+                           f"import {{classifyGesture}} from {json.dumps(GESTURE_JS.as_uri())};"
+                           "try {{ classifyGesture([[0, 0]]); }} catch (e) {{ console.log(e.message); }}"],
+                          capture_output=True, text=True, timeout=30, check=True)
+    assert "21 landmarks" in proc.stdout
