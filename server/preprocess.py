@@ -120,6 +120,8 @@ def prepare(image_rgb: np.ndarray, spec: dict) -> tuple[np.ndarray, Transform]:
     mean = np.asarray(spec.get("mean", [0.0, 0.0, 0.0]), dtype=np.float32)
     std = np.asarray(spec.get("std", [1.0, 1.0, 1.0]), dtype=np.float32)
     values = pixels * scale  # then in place: (pixel * scale - mean) / std
-    values -= mean
-    values /= std
+    if mean.any():  # x - 0 and x / 1 are exact: skip those passes
+        values -= mean
+    if (std != 1).any():
+        values /= std
     return values[None].astype(np.float32, copy=False), transform

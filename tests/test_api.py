@@ -260,6 +260,15 @@ def test_resize_bilinear_is_the_plain_formula():
         for size in ((640, 480), (5, 7), (224, 300), image.shape[:2]):
             ours, ref = resize_bilinear(image, *size), plain(image, *size)
             assert ours.dtype == ref.dtype == np.float32 and np.array_equal(ours, ref)
+    # prepare's normalisation, also in place and skipping exact no-ops: (pixel * scale - mean) / std
+    spec = {"shape": [1, 64, 48, 3], "resize": "stretch", "scale": 1 / 255}
+    for extra in ({}, {"mean": [127.0, 127.0, 127.0], "std": [128.0, 128.0, 128.0], "scale": 1.0},
+                  {"mean": [0.0, 0.5, 0.0], "std": [1.0, 1.0, 0.25]}):
+        full = {**spec, **extra}
+        ours, _ = prepare(images[0], full)
+        ref = (plain(images[0], 64, 48) * np.float32(full["scale"]) - np.float32(full.get("mean", [0.0] * 3))) \
+            / np.asarray(full.get("std", [1.0] * 3), np.float32)
+        assert np.array_equal(ours[0], ref.astype(np.float32))
 
 
 GESTURE_RUNNER = """
