@@ -171,11 +171,6 @@ def test_yolo_raw_decode_equals_detector_js():
     the server's decode vs static/js/detector.js's decodeRaw in TF.js (Node, CPU backend)
     on synthetic heads with clustered, overlapping boxes."""
     import shutil
-    import subprocess
-
-    from server.inference.detect import DetectOptions, decode_raw
-    from server.preprocess import Transform
-    from tests.conftest import ROOT
 
     node = shutil.which("node")
     if node is None:
@@ -192,12 +187,26 @@ def test_yolo_raw_decode_equals_detector_js():
                               h * rng.uniform(0.8, 1.2)]
             raw[0, 4 + cls, j] = rng.uniform(0.2, 0.95)
     labels = [f"class{i}" for i in range(nc)]
-    manifest = {"outputs": {"format": "yolo-raw", "tensors": [{"name": "Identity", "shape": list(raw.shape)}]},
-                "labels": labels, "input": {"shape": [1, 640, 640, 3]}}
     transform = (0.75, 0.75, 0.0, 80.0)
     option_sets = [(0.25, 0.45, 100), (0.5, 0.7, 5), (0.1, 0.3, 50), (0.3, 0.9, 300)]
     cases = [{"raw": raw.ravel().tolist(), "shape": list(raw.shape), "transform": list(transform),
               "width": 853, "height": 640, "options": {"score": s, "iou": i, "maxDet": m}} for s, i, m in option_sets]
+    # Class-agnostic (no "nms" in the manifest) and per-class NMS (the ultralytics default).
+    for agnostic in (True, False):
+        _compare_raw_decode(node, raw, labels, transform, cases, option_sets, agnostic)
+
+
+def _compare_raw_decode(node, raw, labels, transform, cases, option_sets, agnostic):
+    import subprocess
+
+    from server.inference.detect import DetectOptions, decode_raw
+    from server.preprocess import Transform
+    from tests.conftest import ROOT
+
+    manifest = {"outputs": {"format": "yolo-raw", "tensors": [{"name": "Identity", "shape": list(raw.shape)}]},
+                "labels": labels, "input": {"shape": [1, 640, 640, 3]}}
+    if not agnostic:
+        manifest["nms"] = {"agnostic": False}
     script = DETECTOR_RUNNER % (json.dumps(str(ROOT) + "/"),
                                 json.dumps((ROOT / "static" / "js" / "detector.js").as_uri()),
                                 json.dumps((ROOT / "static" / "js" / "geometry.js").as_uri()))
@@ -206,7 +215,7 @@ def test_yolo_raw_decode_equals_detector_js():
     assert proc.returncode == 0, proc.stderr[-3000:]
     expected_all = json.loads(proc.stdout)
     for (score, iou, max_det), expected in zip(option_sets, expected_all):
-        got = decode_raw(raw, labels, Transform(*transform), 853, 640, DetectOptions(score, iou, max_det))
+        got = decode_raw(raw, labels, Transform(*transform), 853, 640, DetectOptions(score, iou, max_det), agnostic)
         assert len(expected) > 3
         assert [d["class_id"] for d in got] == [d["class_id"] for d in expected], (score, iou, max_det)
         for g, e in zip(got, expected):

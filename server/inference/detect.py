@@ -76,7 +76,8 @@ class DetectRunner(Runner):
         return decode_nms(outputs, (in_w, in_h), self.labels, transform, width, height, opts)
 
     def _decode_raw(self, outputs, transform, width, height, opts: DetectOptions) -> list[dict]:
-        return decode_raw(next(iter(outputs.values())), self.labels, transform, width, height, opts)
+        agnostic = self.manifest.get("nms", {}).get("agnostic", True) is not False
+        return decode_raw(next(iter(outputs.values())), self.labels, transform, width, height, opts, agnostic)
 
 
 # ---------------------------------------------------------------------------- decoding, as static/js/detector.js
@@ -112,9 +113,15 @@ def decode_nms(outputs: dict, input_size: tuple[int, int], labels, transform, wi
     return detections
 
 
-def decode_raw(raw: np.ndarray, labels, transform, width, height, opts: DetectOptions) -> list[dict]:
-    """detector.js decodeRaw: [1, 4+nc, A] -> xyxy (float32) and best class per anchor,
-    class-agnostic NMS (max_det * 4 candidates above the score), then score filter and max_det."""
+# detector.js shifts each class's boxes this far apart for per-class NMS in one call.
+CLASS_SHIFT = np.float32(4096)
+
+
+def decode_raw(raw: np.ndarray, labels, transform, width, height, opts: DetectOptions,
+               agnostic: bool = True) -> list[dict]:
+    """detector.js decodeRaw: [1, 4+nc, A] -> xyxy (float32) and best class per anchor, NMS
+    (class-agnostic, or per class when the manifest says so: max_det * 4 candidates above the
+    score), then score filter and max_det."""
     rows = np.asarray(raw, dtype=np.float32)[0].T  # [A, 4+nc]
     cx, cy, w, h = (rows[:, i] for i in range(4))
     half_w, half_h = w / np.float32(2), h / np.float32(2)
@@ -122,7 +129,8 @@ def decode_raw(raw: np.ndarray, labels, transform, width, height, opts: DetectOp
     class_scores = rows[:, 4:]
     best = class_scores.max(1)
     best_class = class_scores.argmax(1)
-    kept = non_max_suppression(xyxy[:, [1, 0, 3, 2]], best, opts.max_det * 4, opts.iou, opts.score)
+    shifted = xyxy if agnostic else xyxy + best_class.astype(np.float32)[:, None] * CLASS_SHIFT
+    kept = non_max_suppression(shifted[:, [1, 0, 3, 2]], best, opts.max_det * 4, opts.iou, opts.score)
     detections = []
     for i in kept:
         if len(detections) >= opts.max_det:

@@ -250,6 +250,19 @@ function fillClassFilter(labels) {
   select.replaceChildren(...labels.map((label, i) => new Option(label, String(i))));
 }
 
+// Sliders start at the manifest's thresholds; an in-graph NMS has its IoU baked in and
+// never returns scores below its floor.
+function applyNmsDefaults(manifest) {
+  const nms = manifest.nms || {};
+  const inGraph = manifest.outputs.format === 'nms';
+  $('iou').disabled = inGraph;
+  if (nms.iou != null) {
+    $('iou').value = nms.iou;
+    $('iou-value').textContent = inGraph ? `${nms.iou} (in model)` : String(nms.iou);
+  }
+  $('score').min = inGraph && nms.score != null ? nms.score : 0.05;
+}
+
 async function openSelectedModel() {
   stopLoop();
   if (state.opened && state.opened.model) state.opened.model.dispose();
@@ -268,7 +281,7 @@ async function openSelectedModel() {
     state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER, reason: 'chosen'};
     $('backend-select').value = SERVER;
     fillClassFilter(state.opened.manifest.labels);
-    $('iou').disabled = false;
+    applyNmsDefaults(state.opened.manifest);
     panel.status(`${state.opened.manifest.title} on the server (frames go as JPEG, one at a time).${why}`, 'ready');
     document.body.dataset.backend = SERVER;
     showBackend(SERVER);
@@ -277,16 +290,7 @@ async function openSelectedModel() {
   if (override === SERVER) override = null;   // the server lacks this model: choose in the browser
   state.opened = await openModel(modelId, state.probed, override, panel);
   fillClassFilter(state.opened.manifest.labels);
-  const nms = state.opened.manifest.nms;
-  if (nms && state.opened.manifest.outputs.format === 'nms') {
-    // In-graph NMS: its IoU is baked in, and scores below its floor never come out.
-    $('iou').disabled = true;
-    $('iou').value = nms.iou;
-    $('iou-value').textContent = `${nms.iou} (in model)`;
-    $('score').min = nms.score;
-  } else {
-    $('iou').disabled = false;
-  }
+  applyNmsDefaults(state.opened.manifest);
   panel.status(describeChoice(state.opened), 'ready');
   document.body.dataset.backend = state.opened.backend;
 }

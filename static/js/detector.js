@@ -42,16 +42,19 @@ async function decodeNms(manifest, outputs, frame, options) {
 }
 
 async function decodeRaw(manifest, outputs, frame, options) {
-  // [1, 4+nc, A] -> per anchor: box (x1,y1,x2,y2) and best class; NMS on the GPU/WASM side.
-  const [boxes, best, bestClass] = tf.tidy(() => {
+  // [1, 4+nc, A] -> per anchor: box (x1,y1,x2,y2) and best class; NMS on the backend.
+  const agnostic = (manifest.nms || {}).agnostic !== false;
+  const [boxes, best, bestClass, nmsBoxes] = tf.tidy(() => {
     const rows = outputs[0].squeeze([0]).transpose();          // [A, 4+nc]
     const [cxcywh, classScores] = tf.split(rows, [4, rows.shape[1] - 4], 1);
     const [cx, cy, w, h] = tf.split(cxcywh, 4, 1);
     const xyxy = tf.concat([cx.sub(w.div(2)), cy.sub(h.div(2)), cx.add(w.div(2)), cy.add(h.div(2))], 1);
-    return [xyxy, classScores.max(1), classScores.argMax(1)];
+    const cls = classScores.argMax(1);
+    // Per-class NMS in one call: shift each class's boxes far apart so they never overlap.
+    const shift = agnostic ? tf.scalar(0) : cls.toFloat().mul(4096).expandDims(1);
+    // NMS wants y1,x1,y2,x2.
+    return [xyxy, classScores.max(1), cls, tf.gather(xyxy.add(shift), [1, 0, 3, 2], 1)];
   });
-  // NMS wants y1,x1,y2,x2; the order only matters consistently for IoU.
-  const nmsBoxes = tf.tidy(() => tf.gather(boxes, [1, 0, 3, 2], 1));
   const kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet * 4, options.iou, options.score);
   const [idx, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
   tf.dispose([boxes, best, bestClass, nmsBoxes, kept]);
