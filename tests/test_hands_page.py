@@ -331,3 +331,26 @@ def test_photo_gesture_through_fake_camera(pw, base_url, cameras, figures, name)
         assert recorded[-1]["frame"] >= 300
         assert min(tensors) == max(tensors), f"numTensors drifts: {min(tensors)}..{max(tensors)}"
     assert log.outside_requests == [] and log.console_errors == [] and log.failed_requests == []
+
+
+def test_server_backend_gives_the_same_hands_as_the_browser(browser, base_url, figures):
+    """The "Server" backend (POST /api/v1/hands): same gesture, keypoints within a pixel."""
+    found = {}
+    for backend in ("wasm", "server"):
+        context, page, log = open_hands(browser, base_url, f"backend={backend}&camera=0&score=0.3")
+        assert page.get_attribute("body", "data-backend") == backend
+        for name in ("up_3.jpg", "down_3.jpg"):
+            upload(page, name)
+            found[backend, name] = page_hands(page)
+        if backend == "server":
+            screenshot(page, "hands_server_down_3")
+        context.close()
+        assert log.outside_requests == [] and log.console_errors == []
+    for name in ("up_3.jpg", "down_3.jpg"):
+        ours, theirs = found["wasm", name], found["server", name]
+        assert len(ours) == len(theirs) == 1
+        assert theirs[0]["gesture"] == ours[0]["gesture"] == PHOTOS[name]
+        assert theirs[0]["handedness"] == ours[0]["handedness"]
+        gap = np.abs(np.subtract(ours[0]["keypoints"], theirs[0]["keypoints"])).max()
+        figures[f"{name}:server-vs-wasm:max_px"] = float(gap)
+        assert gap <= 1.0, gap

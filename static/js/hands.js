@@ -6,7 +6,8 @@
 // files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
 // mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
-import {probeBackends, urlOverride, pageData, warmUp} from './runtime.js';
+import {probeBackends, urlOverride, pageData, warmUp, fetchManifest, hasFastBackend, showBackend} from './runtime.js';
+import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
 import {LoadPanel, openLibraryModel, describeChoice} from './session.js';
 import {drawFrame, drawHand, drawEmoji} from './draw.js';
 import {Hud} from './hud.js';
@@ -33,6 +34,8 @@ const state = {
   frames: 0,
   stopLoop: null,
   lastResult: null,
+  imageFile: null,     // an uploaded image: the server backend sends it as it is
+  serverModels: [],    // handpose model ids the server API can run
 };
 
 const hud = new Hud($('hud'), ['grab', 'estimate', 'gesture', 'draw']);
@@ -120,15 +123,37 @@ async function warmDetector(detector) {
   return performance.now() - started;
 }
 
+function onServer() {
+  return state.opened && state.opened.backend === SERVER;
+}
+
 async function openSelectedModel() {
   stopLoop();
-  if (state.opened) state.opened.model.dispose();
+  if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   tracker.reset();
   const choice = $('backend-select').value;
-  const override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
+  let override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
   const s = settings();
   const modelId = $('model-select').value;
+  const serverCan = state.runtime === 'tfjs' && state.serverModels.includes(modelId);
+  let why = '';
+  if (!override && serverCan && !hasFastBackend(state.probed)) {
+    override = SERVER;
+    why = ' No fast backend works in this browser (no WebGPU, hardware WebGL or WASM), so the server runs it.';
+  }
+  if (override === SERVER && serverCan) {
+    state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER,
+                    variant: s.variant, maxHands: s.maxHands};
+    $('backend-select').value = SERVER;
+    panel.status(`${s.variant} · on the server (frames go as JPEG, one at a time).${why}`, 'ready');
+    panel.panel.dataset.variant = s.variant;
+    panel.panel.dataset.runtime = state.runtime;
+    document.body.dataset.backend = SERVER;
+    showBackend(SERVER);
+    return;
+  }
+  if (override === SERVER) override = null;
   state.opened = await openLibraryModel(modelId, state.probed, override, panel, {
     parts: [`detector_${s.variant}`, `landmark_${s.variant}`],
     create: (urls) => createDetector(urls, s),
@@ -223,15 +248,28 @@ async function processFrame(source, {mirrored, live}) {
   }
   grabCtx.drawImage(source, 0, 0, width, height);
   const t1 = performance.now();
-  // MediaPipe's own runtime decides static vs tracking by the input's type: give it the video.
-  const input = state.runtime === 'mediapipe' && live ? source : grab;
-  const found = await detector.estimateHands(input, {staticImageMode: !live, flipHorizontal: false});
+  let found;
+  let serverGestures = null;   // a still image on the server: its gesture verdicts as they are
+  if (onServer()) {
+    const s = settings();
+    const answer = await inferOnServer('hands', manifest.id, grab, width, height,
+                                       {variant, max_det: s.maxHands, score: s.score},
+                                       live ? null : state.imageFile);
+    // Back to the library's shape (model labels, {x, y} points) so one code path follows.
+    found = answer.hands.map((h) => ({handedness: h.model_handedness, score: h.score,
+                                      keypoints: h.keypoints.map(([x, y]) => ({x, y}))}));
+    if (!live) serverGestures = answer.hands.map((h) => h.gesture);
+  } else {
+    // MediaPipe's own runtime decides static vs tracking by the input's type: give it the video.
+    const input = state.runtime === 'mediapipe' && live ? source : grab;
+    found = await detector.estimateHands(input, {staticImageMode: !live, flipHorizontal: false});
+  }
   const t2 = performance.now();
   const world = (h) => (h.keypoints3D ? h.keypoints3D.map((k) => [k.x, k.y, k.z]) : null);
   // Live: stabilised per hand over frames (hysteresis); a still image: one verdict.
-  const gestures = live
+  const gestures = serverGestures || (live
     ? tracker.update(found.map((h) => ({key: h.handedness, points: h.keypoints, world: world(h)}))).map((g) => g.gesture)
-    : found.map((h) => classifyGesture(h.keypoints, {world: world(h)}).gesture);
+    : found.map((h) => classifyGesture(h.keypoints, {world: world(h)}).gesture));
   const hands = found.map((h, i) => toResultHand(h, gestures[i]));
   const t3 = performance.now();
   if (view.width !== width || view.height !== height) {
@@ -264,9 +302,10 @@ function startVideoLoop(video, mirrored) {
   stopLoop();
   hud.reset();
   tracker.reset();
-  if (state.opened && state.opened.model.reset) state.opened.model.reset();
+  if (state.opened && state.opened.model && state.opened.model.reset) state.opened.model.reset();
   state.stopLoop = onVideoFrames(video, () => {
     if (state.busy || state.paused || !state.opened) return;   // never two frames in flight
+    if (onServer() && !serverReady()) return;                   // bounded request rate
     state.busy = true;
     processFrame(video, {mirrored, live: true})
       .catch((err) => showMessage(`Hand detection failed: ${err.message}`))
@@ -327,6 +366,7 @@ async function useFiles(files) {
       video.pause();
       if (state.image) state.image.close();
       state.image = image;
+      state.imageFile = file;
       state.source = 'image';
       state.imageName = file.name;
       enableSourceControls();
@@ -341,10 +381,10 @@ async function useFiles(files) {
 async function main() {
   const models = pageData().models || [];
   if (!models.length) return;
-  state.probed = await probeBackends();
+  [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('handpose')]);
   for (const option of $('backend-select').options) {
-    if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
-    if (option.value === 'server') option.hidden = true;   // no server runner for hands: in-browser only
+    if (option.value === SERVER) option.disabled = !state.serverModels.length || state.runtime !== 'tfjs';
+    else if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
   }
   const forced = urlOverride('backend');
   if (forced) $('backend-select').value = forced;
