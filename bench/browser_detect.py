@@ -57,7 +57,7 @@ def main() -> None:
             for backend in args.backends:
                 context = browser.new_context()
                 page = context.new_page()
-                page.goto(f"{url}/detect?backend={backend}")
+                page.goto(f"{url}/detect?model={model_id}&backend={backend}")
                 page.wait_for_selector("#model-status[data-state='ready']", timeout=600_000)
                 page.wait_for_function("() => +document.getElementById('results').dataset.frame >= 2",
                                        timeout=600_000)
@@ -65,7 +65,7 @@ def main() -> None:
                 page.click("#pause-button")
                 bare = median(page.evaluate(BARE_TIMES, [f"/models/{model_id}/tfjs/model.json", args.frames]))
                 # Warm cache: same context (HTTP cache + remembered backend), fresh navigation.
-                page.goto(f"{url}/detect?backend={backend}")
+                page.goto(f"{url}/detect?model={model_id}&backend={backend}")
                 page.wait_for_function("() => document.body.dataset.firstResultMs", timeout=600_000)
                 first = float(page.evaluate("() => document.body.dataset.firstResultMs"))
                 context.close()

@@ -20,8 +20,19 @@ def models_dir() -> Path:
     return Path(current_app.config["MODELS_DIR"])
 
 
+def has_random_weights(manifest: dict) -> bool:
+    """Built with --weights none (or an architecture file): runs, but predicts nothing real."""
+    source = manifest.get("source") or {}
+    return str(source.get("sha256") or "").startswith("random") or source.get("kind") == "random"
+
+
+def preference(manifest: dict) -> tuple:
+    """Pickers and API defaults: real weights before random ones, fp32 before quantised."""
+    return has_random_weights(manifest), manifest.get("quantization", "none") != "none", manifest["id"]
+
+
 def load_all(folder: Path | None = None) -> list[dict]:
-    """Every readable manifest, sorted by id. Half-built temp folders start with '.'."""
+    """Every readable manifest, in preference order. Half-built temp folders start with '.'."""
     folder = folder or models_dir()
     if not folder.is_dir():
         return []
@@ -35,7 +46,7 @@ def load_all(folder: Path | None = None) -> list[dict]:
             continue
         if manifest.get("id") == child.name:
             found.append(manifest)
-    return found
+    return sorted(found, key=preference)
 
 
 def load(model_id: str) -> dict | None:
@@ -66,6 +77,7 @@ def summary(manifest: dict) -> dict:
         "tfjs": manifest.get("tfjs"),
         "bytes": browser_bytes(manifest),
         "parity_passed": parity.get("passed"),
+        "random_weights": has_random_weights(manifest),
         "source": {"kind": manifest.get("source", {}).get("kind")},
         "created": manifest.get("created"),
     }

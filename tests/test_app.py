@@ -163,3 +163,23 @@ def test_gunicorn_config_defaults(monkeypatch):
     settings = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     assert settings["bind"] == "127.0.0.1:8000"
     assert settings["preload_app"] is True and settings["workers"] >= 1
+
+
+def test_pickers_prefer_real_fp32_models_and_take_a_model_parameter(tmp_path):
+    def install(model_id, quantization="none", sha="abc"):
+        folder = tmp_path / model_id
+        folder.mkdir()
+        (folder / "manifest.json").write_text(json.dumps({
+            "id": model_id, "task": "detect", "title": model_id, "quantization": quantization,
+            "source": {"sha256": sha}, "tfjs": {"model": "tfjs/model.json"}, "files": {}}))
+
+    install("a-random", sha="random-seed0")
+    install("b-real-float16", quantization="float16")
+    install("c-real")
+    client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()
+    html = client.get("/detect").get_data(as_text=True)
+    order = re.findall(r'<option value="([^"]+)"', html.split('id="model-select"')[1].split('</select>')[0])
+    assert order == ["c-real", "b-real-float16", "a-random"]
+    assert "(random weights" in html.split('value="a-random"')[1].split("</option>")[0]
+    chosen = client.get("/detect?model=b-real-float16").get_data(as_text=True)
+    assert re.search(r'<option value="b-real-float16"\s+selected', chosen)

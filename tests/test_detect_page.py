@@ -71,7 +71,7 @@ def assert_matches_reference(found, expected, min_iou):
 @pytest.mark.parametrize("backend", ["wasm", "webgl"])
 def test_fake_camera_bus_matches_python_reference(camera_browser, base_url, bus_camera, yolov5n, backend):
     context = camera_browser.new_context()
-    page, log = open_page(context, f"{base_url}/detect?backend={backend}")
+    page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend={backend}")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
     wait_frames(page, 2)
     found = page_detections(page)
@@ -93,7 +93,7 @@ def test_fake_camera_bus_matches_python_reference(camera_browser, base_url, bus_
 
 def test_image_upload_zidane_boxes_within_2px(camera_browser, base_url, yolov5n):
     context = camera_browser.new_context()
-    page, log = open_page(context, f"{base_url}/detect?backend=wasm&camera=0")
+    page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend=wasm&camera=0")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
     page.set_input_files("#image-file", str(photo_path("zidane.jpg")))
     wait_frames(page, 1)
@@ -113,7 +113,7 @@ def test_image_upload_zidane_boxes_within_2px(camera_browser, base_url, yolov5n)
 
 def test_300_frames_do_not_leak_tensors(camera_browser, base_url):
     context = camera_browser.new_context()
-    page, log = open_page(context, f"{base_url}/detect?backend=wasm")
+    page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend=wasm")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
     read = ("() => [+document.getElementById('results').dataset.frame,"
             " +document.getElementById('hud').dataset.numTensors]")
@@ -132,7 +132,7 @@ def test_camera_missing_keeps_file_inputs_usable(pw, base_url):
     browser = launch(pw, ["--use-fake-ui-for-media-stream"])  # no device at all
     try:
         context = browser.new_context()
-        page, log = open_page(context, f"{base_url}/detect?backend=wasm")
+        page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend=wasm")
         page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
         page.wait_for_selector("#camera-message:not([hidden])", timeout=60_000)
         message = page.inner_text("#camera-message")
@@ -161,7 +161,7 @@ for (const Canvas of [HTMLCanvasElement, globalThis.OffscreenCanvas]) {
 def test_no_wasm_no_webgl_falls_back_to_the_server(camera_browser, base_url, yolov5n):
     context = camera_browser.new_context()
     context.add_init_script(NO_WASM_NO_WEBGL)
-    page, log = open_page(context, f"{base_url}/detect")
+    page, log = open_page(context, f"{base_url}/detect?model=yolov5n")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
     wait_frames(page, 2)
     backend = page.get_attribute("body", "data-backend")
@@ -181,7 +181,7 @@ def test_server_backend_gives_the_same_boxes_as_the_browser(camera_browser, base
     found = {}
     for backend in ("wasm", "server"):
         context = camera_browser.new_context()
-        page, log = open_page(context, f"{base_url}/detect?backend={backend}&camera=0")
+        page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend={backend}&camera=0")
         page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
         page.set_input_files("#image-file", str(photo_path("zidane.jpg")))
         wait_frames(page, 1)
