@@ -1,8 +1,8 @@
 // Classification page: images (picker, drop, paste, camera snapshot) -> one card each with
 // the top-5 classes. Preprocessing follows the manifest; top-k by index, ties by index.
-import {probeBackends, urlOverride, pageData, runModel, fetchManifest, hasFastBackend, showBackend} from './runtime.js';
+import {probeBackends, pageData, runModel} from './runtime.js';
 import {SERVER, serverModels, inferOnServer} from './server-backend.js';
-import {LoadPanel, openModel, describeChoice} from './session.js';
+import {LoadPanel, openModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
 import {prepareInput} from './geometry.js';
 import {openCamera, stopStream, decodeImage, acceptFiles} from './inputs.js';
 
@@ -179,19 +179,13 @@ async function openSelectedModel() {
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   const modelId = $('model-select').value;
-  const choice = $('backend-select').value;
-  let override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
-  const serverCan = state.serverModels.includes(modelId);
-  if (!override && serverCan && !hasFastBackend(state.probed)) override = SERVER;
-  if (override === SERVER && serverCan) {
-    state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER};
-    $('backend-select').value = SERVER;
-    panel.status(`${state.opened.manifest.title} on the server: each image is sent as it is, and not kept.`, 'ready');
-    document.body.dataset.backend = SERVER;
-    showBackend(SERVER);
+  const {override, server, why} = chooseOverride($('backend-select'), modelId, state.probed, state.serverModels);
+  if (server) {
+    state.opened = await openOnServer(modelId, $('backend-select'));
+    panel.status(`${state.opened.manifest.title} on the server: each image is sent as it is, and not kept.${why}`,
+                 'ready');
     return;
   }
-  if (override === SERVER) override = null;
   state.opened = await openModel(modelId, state.probed, override, panel);
   panel.status(describeChoice(state.opened), 'ready');
   document.body.dataset.backend = state.opened.backend;
@@ -200,12 +194,7 @@ async function openSelectedModel() {
 async function main() {
   if (!(pageData().models || []).length) return;
   [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('classify')]);
-  for (const option of $('backend-select').options) {
-    if (option.value === SERVER) option.disabled = !state.serverModels.length;
-    else if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
-  }
-  const forced = urlOverride('backend');
-  if (forced) $('backend-select').value = forced;
+  setupBackendSelect($('backend-select'), state.probed, state.serverModels);
   await openSelectedModel();
   $('image-files').addEventListener('change', (e) => {
     addFiles(Array.from(e.target.files));

@@ -1,37 +1,43 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
-// and a results list. One frame in flight; every tensor disposed.
-import {probeBackends, urlOverride, pageData, runModel, fetchManifest, hasFastBackend, showBackend} from './runtime.js';
-import {LoadPanel, openModel, describeChoice} from './session.js';
+// and a results list. One frame in flight (FrameSource); every tensor disposed.
+import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
+import {LoadPanel, openModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
 import {prepareInput} from './geometry.js';
 import {decode, outputNames} from './detector.js';
 import {drawFrame, drawBoxes} from './draw.js';
 import {Hud} from './hud.js';
-import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError} from './inputs.js';
+import {FrameSource} from './sources.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 
 const state = {
-  opened: null,        // {manifest, model, backend, ...}
+  opened: null,        // {manifest, model, backend, ...}; model is null on the server backend
   probed: [],
-  source: null,        // 'camera' | 'video' | 'image'
-  image: null,         // ImageBitmap for the image source
-  busy: false,
-  paused: false,
-  frames: 0,
-  stopLoop: null,
-  lastResult: null,
   serverModels: [],    // ids the server API can run
+  frames: 0,
   offered: false,      // the "server is faster" offer was shown
+  lastResult: null,
 };
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
 const panel = new LoadPanel();
 const view = $('view');
 const ctx = view && view.getContext('2d');   // absent when no model is installed
-const grab = document.createElement('canvas');   // the frame being inferred, drawn with its boxes
-const grabCtx = grab.getContext('2d', {willReadFrequently: true});  // CPU-backed: fast pixel reads
+
+function onServer() {
+  return state.opened && state.opened.backend === SERVER;
+}
+
+const frames = new FrameSource({
+  video: $('video'),
+  process: (frame, how) => (onServer() ? detectOnServer(frame, how) : detectInBrowser(frame, how))
+    .then(() => maybeOfferServer()),
+  ready: () => state.opened && (!onServer() || serverReady()),
+  onMessage: showMessage,
+  onLoop: () => hud.reset(),
+});
 
 function options() {
   const selected = Array.from($('class-filter').selectedOptions).map((o) => Number(o.value));
@@ -66,45 +72,18 @@ function renderResults(result) {
   list.dataset.height = String(result.image.height);
 }
 
-// One frame through the whole pipeline; returns the shared result schema.
-async function processFrame(source, mirrored) {
-  const {manifest, model} = state.opened;
-  const t0 = performance.now();
-  const width = source.videoWidth || source.width;
-  const height = source.videoHeight || source.height;
-  if (grab.width !== width || grab.height !== height) {
-    grab.width = width;
-    grab.height = height;
+// Draw the inferred frame with its boxes, list the results, update the HUD.
+function show(frame, result, mirrored, timing, t0) {
+  const t = performance.now();
+  if (view.width !== frame.width || view.height !== frame.height) {
+    view.width = frame.width;
+    view.height = frame.height;
   }
-  grabCtx.drawImage(source, 0, 0, width, height);
-  const frame = prepareInput(grab, manifest.input);
-  const t1 = performance.now();
-  let outputs;
-  try {
-    outputs = await runModel(model, frame.input, outputNames(manifest));
-  } finally {
-    frame.input.dispose();
-  }
-  outputs = Array.isArray(outputs) ? outputs : [outputs];
-  const t2 = performance.now();
-  let detections;
-  try {
-    detections = await decode(manifest, outputs, frame, options());
-  } finally {
-    tf.dispose(outputs);
-  }
-  const t3 = performance.now();
-  if (view.width !== width || view.height !== height) {
-    view.width = width;
-    view.height = height;
-  }
-  drawFrame(ctx, grab, mirrored);
-  drawBoxes(ctx, detections, mirrored);
+  drawFrame(ctx, frame.canvas, mirrored);
+  drawBoxes(ctx, result.detections, mirrored);
   state.frames += 1;
-  const timing = {preprocess: t1 - t0, model: t2 - t1, postprocess: t3 - t2};
-  const result = {model: manifest.id, image: {width, height}, detections, timing_ms: timing};
   renderResults(result);
-  timing.draw = performance.now() - t3;
+  timing.draw = performance.now() - t;
   hud.frame(timing);
   $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
   if (!document.body.dataset.firstResultMs) document.body.dataset.firstResultMs = performance.now().toFixed(0);
@@ -112,39 +91,40 @@ async function processFrame(source, mirrored) {
   return result;
 }
 
-// The same frame through the server API (the "Server" backend).
-async function processFrameOnServer(source, mirrored, file = null) {
-  const {manifest} = state.opened;
+// One frame through the whole pipeline in the browser; returns the shared result schema.
+async function detectInBrowser(frame, {mirrored}) {
+  const {manifest, model} = state.opened;
   const t0 = performance.now();
-  const width = source.videoWidth || source.width;
-  const height = source.videoHeight || source.height;
-  if (grab.width !== width || grab.height !== height) {
-    grab.width = width;
-    grab.height = height;
-  }
-  grabCtx.drawImage(source, 0, 0, width, height);
-  const opts = options();
-  const result = await inferOnServer('detect', manifest.id, grab, width, height,
-                                     {score: opts.score, iou: opts.iou, max_det: opts.maxDet}, file);
-  if (opts.classes.size) result.detections = result.detections.filter((d) => opts.classes.has(d.class_id));
+  const prepared = prepareInput(frame.canvas, manifest.input);
   const t1 = performance.now();
-  if (view.width !== width || view.height !== height) {
-    view.width = width;
-    view.height = height;
+  let outputs;
+  try {
+    outputs = await runModel(model, prepared.input, outputNames(manifest));
+  } finally {
+    prepared.input.dispose();
   }
-  drawFrame(ctx, grab, mirrored);
-  drawBoxes(ctx, result.detections, mirrored);
-  state.frames += 1;
-  renderResults(result);
-  hud.frame({preprocess: 0, model: t1 - t0, postprocess: 0, draw: performance.now() - t1});
-  $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
-  if (!document.body.dataset.firstResultMs) document.body.dataset.firstResultMs = performance.now().toFixed(0);
-  state.lastResult = result;
-  return result;
+  outputs = Array.isArray(outputs) ? outputs : [outputs];
+  const t2 = performance.now();
+  let detections;
+  try {
+    detections = await decode(manifest, outputs, prepared, options());
+  } finally {
+    tf.dispose(outputs);
+  }
+  const timing = {preprocess: t1 - t0, model: t2 - t1, postprocess: performance.now() - t2};
+  const result = {model: manifest.id, image: {width: frame.width, height: frame.height}, detections,
+                  timing_ms: timing};
+  return show(frame, result, mirrored, timing, t0);
 }
 
-function onServer() {
-  return state.opened && state.opened.backend === SERVER;
+// The same frame through the server API (the "Server" backend).
+async function detectOnServer(frame, {mirrored, file}) {
+  const t0 = performance.now();
+  const opts = options();
+  const result = await inferOnServer('detect', state.opened.manifest.id, frame.canvas, frame.width, frame.height,
+                                     {score: opts.score, iou: opts.iou, max_det: opts.maxDet}, file);
+  if (opts.classes.size) result.detections = result.detections.filter((d) => opts.classes.has(d.class_id));
+  return show(frame, result, mirrored, {preprocess: 0, model: performance.now() - t0, postprocess: 0}, t0);
 }
 
 // After a few frames on a browser backend, time one server round trip; if the server
@@ -155,94 +135,13 @@ async function maybeOfferServer() {
   state.offered = true;
   try {
     const started = performance.now();
-    await inferOnServer('detect', state.opened.manifest.id, grab, grab.width, grab.height);
+    await inferOnServer('detect', state.opened.manifest.id, frames.canvas, frames.canvas.width, frames.canvas.height);
     const serverFps = 1000 / (performance.now() - started);
     if (serverFps > hud.fps * 1.2) {
       showMessage(`The server runs this model at about ${serverFps.toFixed(1)} FPS here, ` +
                   `this browser at ${hud.fps.toFixed(1)} FPS. Choose "Server" as the backend to use it.`);
     }
   } catch (err) { /* no offer */ }
-}
-
-function stopLoop() {
-  if (state.stopLoop) state.stopLoop();
-  state.stopLoop = null;
-}
-
-function startVideoLoop(video, mirrored) {
-  stopLoop();
-  hud.reset();
-  state.stopLoop = onVideoFrames(video, () => {
-    if (state.busy || state.paused || !state.opened) return;   // never two frames in flight
-    if (onServer() && !serverReady()) return;                   // bounded request rate
-    state.busy = true;
-    (onServer() ? processFrameOnServer(video, mirrored) : processFrame(video, mirrored))
-      .then(() => maybeOfferServer())
-      .catch((err) => showMessage(`Detection failed: ${err.message}`))
-      .finally(() => { state.busy = false; });
-  });
-}
-
-async function runImage() {
-  if (!state.image || !state.opened) return;
-  while (state.busy) await new Promise((r) => setTimeout(r, 10));
-  state.busy = true;
-  try {
-    await (onServer() ? processFrameOnServer(state.image, false, state.imageFile)
-                      : processFrame(state.image, false));
-  } finally {
-    state.busy = false;
-  }
-}
-
-function enableSourceControls() {
-  $('pause-button').disabled = state.source === 'image';
-  $('snapshot-button').disabled = false;
-  $('drop-hint').hidden = true;
-}
-
-async function startCamera() {
-  const video = $('video');
-  try {
-    await openCamera(video);
-  } catch (err) {
-    showMessage(err instanceof CameraError ? err.message : `Camera failed: ${err.message}`);
-    return false;
-  }
-  showMessage('');
-  state.source = 'camera';
-  enableSourceControls();
-  startVideoLoop(video, true);   // selfie view: mirrored like a mirror
-  return true;
-}
-
-async function useFiles(files) {
-  const file = files[0];
-  if (!file) return;
-  const video = $('video');
-  try {
-    if (file.type.startsWith('video/')) {
-      stopStream(video);
-      await openVideoFile(video, file);
-      state.source = 'video';
-      enableSourceControls();
-      startVideoLoop(video, false);
-    } else {
-      const image = await decodeImage(file);
-      stopLoop();
-      stopStream(video);
-      video.pause();
-      if (state.image) state.image.close();
-      state.image = image;
-      state.imageFile = file;   // the server path sends the upload itself, not a re-encode
-      state.source = 'image';
-      enableSourceControls();
-      await runImage();
-    }
-    showMessage('');
-  } catch (err) {
-    showMessage(err.message);
-  }
 }
 
 function fillClassFilter(labels) {
@@ -264,85 +163,66 @@ function applyNmsDefaults(manifest) {
 }
 
 async function openSelectedModel() {
-  stopLoop();
+  frames.stopLoop();
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   const modelId = $('model-select').value;
-  const choice = $('backend-select').value;
-  let override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
-  const serverCan = state.serverModels.includes(modelId);
-  let why = '';
-  if (!override && serverCan && !hasFastBackend(state.probed)) {
-    // No GPU backend and no WASM: the CPU backend would take seconds a frame.
-    override = SERVER;
-    why = ' No fast backend works in this browser (no WebGPU, hardware WebGL or WASM), so the server runs it.';
-  }
-  if (override === SERVER && serverCan) {
-    state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER, reason: 'chosen'};
-    $('backend-select').value = SERVER;
-    fillClassFilter(state.opened.manifest.labels);
-    applyNmsDefaults(state.opened.manifest);
+  const {override, server, why} = chooseOverride($('backend-select'), modelId, state.probed, state.serverModels);
+  if (server) {
+    state.opened = await openOnServer(modelId, $('backend-select'));
     panel.status(`${state.opened.manifest.title} on the server (frames go as JPEG, one at a time).${why}`, 'ready');
-    document.body.dataset.backend = SERVER;
-    showBackend(SERVER);
-    return;
+  } else {
+    state.opened = await openModel(modelId, state.probed, override, panel);
+    panel.status(describeChoice(state.opened), 'ready');
+    document.body.dataset.backend = state.opened.backend;
   }
-  if (override === SERVER) override = null;   // the server lacks this model: choose in the browser
-  state.opened = await openModel(modelId, state.probed, override, panel);
   fillClassFilter(state.opened.manifest.labels);
   applyNmsDefaults(state.opened.manifest);
-  panel.status(describeChoice(state.opened), 'ready');
-  document.body.dataset.backend = state.opened.backend;
+}
+
+function downloadSnapshot() {
+  view.toBlob((blob) => {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = `detections-${new Date().toISOString().replace(/[:.]/g, '-')}.png`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+  }, 'image/png');
 }
 
 async function main() {
-  const models = pageData().models || [];
-  if (!models.length) return;
+  if (!(pageData().models || []).length) return;
   [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('detect')]);
-  for (const option of $('backend-select').options) {
-    if (option.value === SERVER) option.disabled = !state.serverModels.length;
-    else if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
-  }
-  const forced = urlOverride('backend');
-  if (forced) $('backend-select').value = forced;
+  setupBackendSelect($('backend-select'), state.probed, state.serverModels);
   await openSelectedModel();
 
-  $('camera-button').addEventListener('click', startCamera);
-  $('video-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
-  $('image-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
-  acceptFiles($('stage'), useFiles);
-  $('pause-button').addEventListener('click', () => {
-    state.paused = !state.paused;
-    $('pause-button').textContent = state.paused ? 'Resume' : 'Pause';
+  frames.wire($, (kind) => {
+    if (!kind) return;
+    $('pause-button').disabled = kind === 'image';
+    $('snapshot-button').disabled = false;
+    $('drop-hint').hidden = true;
   });
-  $('snapshot-button').addEventListener('click', () => {
-    view.toBlob((blob) => {
-      const a = document.createElement('a');
-      a.href = URL.createObjectURL(blob);
-      a.download = `detections-${new Date().toISOString().replace(/[:.]/g, '-')}.png`;
-      a.click();
-      setTimeout(() => URL.revokeObjectURL(a.href), 1000);
-    }, 'image/png');
-  });
+  $('snapshot-button').addEventListener('click', downloadSnapshot);
+  const rerunImage = () => frames.kind === 'image' && frames.runImage();
   for (const id of ['score', 'iou']) {
     $(id).addEventListener('input', () => {
       $(`${id}-value`).textContent = $(id).value;
-      if (state.source === 'image') runImage();
+      rerunImage();
     });
   }
-  $('max-det').addEventListener('change', () => state.source === 'image' && runImage());
-  $('class-filter').addEventListener('change', () => state.source === 'image' && runImage());
+  $('max-det').addEventListener('change', rerunImage);
+  $('class-filter').addEventListener('change', rerunImage);
   const reopen = async () => {
-    const source = state.source;
     await openSelectedModel();
-    if (source === 'image') await runImage();
-    else if (source) startVideoLoop($('video'), source === 'camera');
+    await frames.restart();
   };
   $('model-select').addEventListener('change', reopen);
   $('backend-select').addEventListener('change', reopen);
 
   // A live demo starts live: open the camera unless the page was asked not to.
-  if (urlOverride('camera') !== '0') await startCamera();
+  if (urlOverride('camera') !== '0') {
+    $('camera-button').click();
+  }
 }
 
 main().catch((err) => {

@@ -6,12 +6,12 @@
 // files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
 // mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
-import {probeBackends, urlOverride, pageData, warmUp, fetchManifest, hasFastBackend, showBackend} from './runtime.js';
+import {probeBackends, urlOverride, pageData, warmUp} from './runtime.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
-import {LoadPanel, openLibraryModel, describeChoice} from './session.js';
+import {LoadPanel, openLibraryModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
 import {drawFrame, drawHand, drawEmoji} from './draw.js';
 import {Hud} from './hud.js';
-import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError} from './inputs.js';
+import {FrameSource} from './sources.js';
 import {GESTURES, GestureTracker, classifyGesture} from './gesture.js';
 
 const tf = globalThis.tf;
@@ -23,18 +23,11 @@ const COLORS = {Left: '#ff8c1a', Right: '#1f9bff'};
 const SWAP = {Left: 'Right', Right: 'Left'};
 
 const state = {
-  opened: null,        // {manifest, model (the library's detector), backend, ...}
+  opened: null,        // {manifest, model (the library's detector; null on the server), backend, ...}
   probed: [],
   runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',
-  source: null,        // 'camera' | 'video' | 'image'
-  image: null,         // ImageBitmap for the image source
-  imageName: '',
-  busy: false,
-  paused: false,
   frames: 0,
-  stopLoop: null,
   lastResult: null,
-  imageFile: null,     // an uploaded image: the server backend sends it as it is
   serverModels: [],    // handpose model ids the server API can run
 };
 
@@ -43,8 +36,22 @@ const panel = new LoadPanel();
 const tracker = new GestureTracker({frames: 3});
 const view = $('view');
 const ctx = view ? view.getContext('2d') : null;
-const grab = document.createElement('canvas');   // the frame being inferred, drawn with its hands
-const grabCtx = grab.getContext('2d', {willReadFrequently: true});
+
+function onServer() {
+  return state.opened && state.opened.backend === SERVER;
+}
+
+const frames = new FrameSource({
+  video: $('video'),
+  process: (frame, how) => processFrame(frame, how),
+  ready: () => state.opened && (!onServer() || serverReady()),
+  onMessage: showMessage,
+  onLoop: () => {
+    hud.reset();
+    tracker.reset();
+    if (state.opened && state.opened.model && state.opened.model.reset) state.opened.model.reset();
+  },
+});
 
 function showMessage(text) {
   const el = $('camera-message');
@@ -123,37 +130,23 @@ async function warmDetector(detector) {
   return performance.now() - started;
 }
 
-function onServer() {
-  return state.opened && state.opened.backend === SERVER;
-}
-
 async function openSelectedModel() {
-  stopLoop();
+  frames.stopLoop();
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   tracker.reset();
-  const choice = $('backend-select').value;
-  let override = urlOverride('backend') || (choice !== 'auto' ? choice : null);
   const s = settings();
   const modelId = $('model-select').value;
-  const serverCan = state.runtime === 'tfjs' && state.serverModels.includes(modelId);
-  let why = '';
-  if (!override && serverCan && !hasFastBackend(state.probed)) {
-    override = SERVER;
-    why = ' No fast backend works in this browser (no WebGPU, hardware WebGL or WASM), so the server runs it.';
-  }
-  if (override === SERVER && serverCan) {
-    state.opened = {manifest: await fetchManifest(modelId), model: null, backend: SERVER,
-                    variant: s.variant, maxHands: s.maxHands};
-    $('backend-select').value = SERVER;
+  // MediaPipe's own runtime (the benchmark's peer) has no server twin.
+  const serverIds = state.runtime === 'tfjs' ? state.serverModels : [];
+  const {override, server, why} = chooseOverride($('backend-select'), modelId, state.probed, serverIds);
+  panel.panel.dataset.variant = s.variant;
+  panel.panel.dataset.runtime = state.runtime;
+  if (server) {
+    state.opened = {...await openOnServer(modelId, $('backend-select')), variant: s.variant, maxHands: s.maxHands};
     panel.status(`${s.variant} · on the server (frames go as JPEG, one at a time).${why}`, 'ready');
-    panel.panel.dataset.variant = s.variant;
-    panel.panel.dataset.runtime = state.runtime;
-    document.body.dataset.backend = SERVER;
-    showBackend(SERVER);
     return;
   }
-  if (override === SERVER) override = null;
   state.opened = await openLibraryModel(modelId, state.probed, override, panel, {
     parts: [`detector_${s.variant}`, `landmark_${s.variant}`],
     create: (urls) => createDetector(urls, s),
@@ -165,8 +158,6 @@ async function openSelectedModel() {
   state.opened.maxHands = s.maxHands;
   const what = state.runtime === 'mediapipe' ? 'MediaPipe runtime (WASM + WebGL), ' : '';
   panel.status(`${what}${s.variant} · ${describeChoice(state.opened)}`, 'ready');
-  panel.panel.dataset.variant = s.variant;
-  panel.panel.dataset.runtime = state.runtime;
   document.body.dataset.backend = state.opened.backend;
 }
 
@@ -183,8 +174,8 @@ function toResultHand(hand, gesture) {
   };
 }
 
-function draw(result, mirrored) {
-  drawFrame(ctx, grab, mirrored);
+function draw(frame, result, mirrored) {
+  drawFrame(ctx, frame.canvas, mirrored);
   for (const hand of result.hands) {
     const color = COLORS[hand.handedness] || '#fff';
     drawHand(ctx, hand.keypoints, color, mirrored, `${hand.handedness} ${(hand.score * 100).toFixed(0)}%`);
@@ -225,7 +216,7 @@ function renderResults(result) {
   }));
   Object.assign(list.dataset, {
     frame: String(state.frames), count: String(result.hands.length), width: String(result.image.width),
-    height: String(result.image.height), source: state.source || '', image: state.imageName,
+    height: String(result.image.height), source: frames.kind || '', image: frames.name,
     model: result.model, variant: result.variant, runtime: state.runtime,
   });
   // The badge: the first hand showing a gesture (the result list has every hand's).
@@ -236,32 +227,25 @@ function renderResults(result) {
   badge.querySelector('.gesture-label').textContent = shown ? GESTURES[shown.gesture].label : '';
 }
 
-// source -> the shared result schema {model, image, hands: [...], timing_ms}.
-async function processFrame(source, {mirrored, live}) {
+// A grabbed frame -> the shared result schema {model, image, hands: [...], timing_ms}.
+async function processFrame(frame, {mirrored, live, file, source}) {
   const {manifest, model: detector, variant} = state.opened;
-  const t0 = performance.now();
-  const width = source.videoWidth || source.width;
-  const height = source.videoHeight || source.height;
-  if (grab.width !== width || grab.height !== height) {
-    grab.width = width;
-    grab.height = height;
-  }
-  grabCtx.drawImage(source, 0, 0, width, height);
+  const {width, height} = frame;
   const t1 = performance.now();
+  const t0 = t1 - frame.grabMs;
   let found;
   let serverGestures = null;   // a still image on the server: its gesture verdicts as they are
   if (onServer()) {
     const s = settings();
-    const answer = await inferOnServer('hands', manifest.id, grab, width, height,
-                                       {variant, max_det: s.maxHands, score: s.score},
-                                       live ? null : state.imageFile);
+    const answer = await inferOnServer('hands', manifest.id, frame.canvas, width, height,
+                                       {variant, max_det: s.maxHands, score: s.score}, file);
     // Back to the library's shape (model labels, {x, y} points) so one code path follows.
     found = answer.hands.map((h) => ({handedness: h.model_handedness, score: h.score,
                                       keypoints: h.keypoints.map(([x, y]) => ({x, y}))}));
     if (!live) serverGestures = answer.hands.map((h) => h.gesture);
   } else {
     // MediaPipe's own runtime decides static vs tracking by the input's type: give it the video.
-    const input = state.runtime === 'mediapipe' && live ? source : grab;
+    const input = state.runtime === 'mediapipe' && live ? source : frame.canvas;
     found = await detector.estimateHands(input, {staticImageMode: !live, flipHorizontal: false});
   }
   const t2 = performance.now();
@@ -277,9 +261,9 @@ async function processFrame(source, {mirrored, live}) {
     view.height = height;
   }
   state.frames += 1;
-  const timing = {grab: t1 - t0, estimate: t2 - t1, gesture: t3 - t2};
+  const timing = {grab: frame.grabMs, estimate: t2 - t1, gesture: t3 - t2};
   const result = {model: manifest.id, variant, image: {width, height}, hands, timing_ms: timing};
-  draw(result, mirrored);
+  draw(frame, result, mirrored);
   renderResults(result);
   timing.draw = performance.now() - t3;
   hud.frame(timing);
@@ -291,103 +275,11 @@ async function processFrame(source, {mirrored, live}) {
   return result;
 }
 
-// ---- sources ----
-
-function stopLoop() {
-  if (state.stopLoop) state.stopLoop();
-  state.stopLoop = null;
-}
-
-function startVideoLoop(video, mirrored) {
-  stopLoop();
-  hud.reset();
-  tracker.reset();
-  if (state.opened && state.opened.model && state.opened.model.reset) state.opened.model.reset();
-  state.stopLoop = onVideoFrames(video, () => {
-    if (state.busy || state.paused || !state.opened) return;   // never two frames in flight
-    if (onServer() && !serverReady()) return;                   // bounded request rate
-    state.busy = true;
-    processFrame(video, {mirrored, live: true})
-      .catch((err) => showMessage(`Hand detection failed: ${err.message}`))
-      .finally(() => { state.busy = false; });
-  });
-}
-
-async function runImage() {
-  if (!state.image || !state.opened) return;
-  while (state.busy) await new Promise((r) => setTimeout(r, 10));
-  state.busy = true;
-  try {
-    await processFrame(state.image, {mirrored: false, live: false});
-  } catch (err) {
-    showMessage(`Hand detection failed: ${err.message}`);
-  } finally {
-    state.busy = false;
-  }
-}
-
-function enableSourceControls() {
-  $('pause-button').disabled = state.source === 'image';
-  $('drop-hint').hidden = true;
-}
-
-async function startCamera() {
-  const video = $('video');
-  try {
-    await openCamera(video);
-  } catch (err) {
-    showMessage(err instanceof CameraError ? err.message : `Camera failed: ${err.message}`);
-    return false;
-  }
-  showMessage('');
-  state.source = 'camera';
-  state.imageName = '';
-  enableSourceControls();
-  startVideoLoop(video, true);   // selfie view: drawn mirrored like a mirror
-  return true;
-}
-
-async function useFiles(files) {
-  const file = files[0];
-  if (!file) return;
-  const video = $('video');
-  try {
-    if (file.type.startsWith('video/')) {
-      stopStream(video);
-      await openVideoFile(video, file);
-      state.source = 'video';
-      state.imageName = file.name;
-      enableSourceControls();
-      startVideoLoop(video, false);
-    } else {
-      const image = await decodeImage(file);
-      stopLoop();
-      stopStream(video);
-      video.pause();
-      if (state.image) state.image.close();
-      state.image = image;
-      state.imageFile = file;
-      state.source = 'image';
-      state.imageName = file.name;
-      enableSourceControls();
-      await runImage();
-    }
-    showMessage('');
-  } catch (err) {
-    showMessage(err.message);
-  }
-}
-
 async function main() {
   const models = pageData().models || [];
   if (!models.length) return;
   [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('handpose')]);
-  for (const option of $('backend-select').options) {
-    if (option.value === SERVER) option.disabled = !state.serverModels.length || state.runtime !== 'tfjs';
-    else if (option.value !== 'auto') option.disabled = !state.probed.some((p) => p.name === option.value && p.ok);
-  }
-  const forced = urlOverride('backend');
-  if (forced) $('backend-select').value = forced;
+  setupBackendSelect($('backend-select'), state.probed, state.runtime === 'tfjs' ? state.serverModels : []);
   const variant = urlOverride('variant');
   if (variant === 'full' || variant === 'lite') $('variant-select').value = variant;
   const score = Number(urlOverride('score'));
@@ -399,34 +291,29 @@ async function main() {
   if (maxHands === '1' || maxHands === '2') $('max-hands').value = maxHands;
   await openSelectedModel();
 
-  $('camera-button').addEventListener('click', startCamera);
-  $('image-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
-  $('video-file').addEventListener('change', (e) => useFiles(Array.from(e.target.files)));
-  acceptFiles($('stage'), useFiles);
-  $('pause-button').addEventListener('click', () => {
-    state.paused = !state.paused;
-    $('pause-button').textContent = state.paused ? 'Resume' : 'Pause';
+  frames.wire($, (kind) => {
+    if (!kind) return;
+    $('pause-button').disabled = kind === 'image';
+    $('drop-hint').hidden = true;
   });
   $('score').addEventListener('input', () => {
     $('score-value').textContent = $('score').value;
-    if (state.opened) applyDetectionThreshold(state.opened.model);
-    if (state.source === 'image') runImage();
+    if (state.opened && state.opened.model) applyDetectionThreshold(state.opened.model);
+    if (frames.kind === 'image') frames.runImage();
   });
   const reopen = async () => {
-    const source = state.source;
     try {
       await openSelectedModel();
     } catch (err) {
       panel.status(`Could not load: ${err.message}`, 'error');
       return;
     }
-    if (source === 'image') await runImage();
-    else if (source) startVideoLoop($('video'), source === 'camera');
+    await frames.restart();
   };
   for (const id of ['model-select', 'backend-select', 'variant-select', 'max-hands']) $(id).addEventListener('change', reopen);
 
   // A live demo starts live: open the camera unless the page was asked not to.
-  if (urlOverride('camera') !== '0') await startCamera();
+  if (urlOverride('camera') !== '0') $('camera-button').click();
 }
 
 main().catch((err) => {

@@ -1,6 +1,8 @@
 // Opening a model on a page: manifest, backend choice (timed or remembered), graph load
 // with byte progress, warm-up; and the status panel that reports each step.
-import {chooseBackend, fetchManifest, graphUrl, loadModel, timeModel, trackModelLoads, useBackend, warmUp} from './runtime.js';
+import {chooseBackend, fetchManifest, graphUrl, hasFastBackend, loadModel, showBackend, timeModel, trackModelLoads,
+        urlOverride, useBackend, warmUp} from './runtime.js';
+import {SERVER} from './server-backend.js';
 
 export class LoadPanel {
   constructor() {
@@ -99,4 +101,37 @@ export function describeChoice(opened) {
     ? ' (' + Object.entries(opened.timings).map(([k, v]) => `${k} ${Number.isFinite(v) ? v.toFixed(0) + ' ms' : 'failed'}`).join(', ') + ')'
     : '';
   return `${opened.manifest.title || opened.manifest.id} on ${opened.backend}, ${how}${timed}; warm-up ${opened.warmMs.toFixed(0)} ms.`;
+}
+
+// ---- backend choice shared by the demo pages, the server API included ----
+
+const NO_FAST_BACKEND = ' No fast backend works in this browser (no WebGPU, hardware WebGL or WASM), so the server runs it.';
+
+// Options that cannot work here are disabled; ?backend= preselects.
+export function setupBackendSelect(select, probed, serverIds) {
+  for (const option of select.options) {
+    if (option.value === SERVER) option.disabled = !serverIds.length;
+    else if (option.value !== 'auto') option.disabled = !probed.some((p) => p.name === option.value && p.ok);
+  }
+  const forced = urlOverride('backend');
+  if (forced) select.value = forced;
+}
+
+// URL > selector > (no fast browser backend and the server has the model: the server).
+// -> {override: backend name or null for "fastest", server: bool, why: text}
+export function chooseOverride(select, modelId, probed, serverIds) {
+  const serverCan = serverIds.includes(modelId);
+  const choice = urlOverride('backend') || (select.value !== 'auto' ? select.value : null);
+  if (choice === SERVER) return serverCan ? {override: SERVER, server: true, why: ''} : {override: null, server: false, why: ''};
+  if (!choice && serverCan && !hasFastBackend(probed)) return {override: SERVER, server: true, why: NO_FAST_BACKEND};
+  return {override: choice, server: false, why: ''};
+}
+
+// The "opened model" of the server backend: its manifest; the API holds the weights.
+export async function openOnServer(modelId, select) {
+  const manifest = await fetchManifest(modelId);
+  select.value = SERVER;
+  document.body.dataset.backend = SERVER;
+  showBackend(SERVER);
+  return {manifest, model: null, backend: SERVER, reason: 'chosen'};
 }
