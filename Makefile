@@ -9,11 +9,11 @@ YOLOV5N_WEIGHTS ?= $(SHARED)/models/yolov5n.pt
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup models serve system-deps clean-models bench
+.PHONY: run test setup models serve tools system-deps clean-models bench
 
-run: setup models serve
+run: tools setup models serve
 
-test: system-deps setup
+test: tools system-deps setup
 	@set +e; $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
@@ -41,6 +41,15 @@ models: setup
 serve: setup
 	@echo "DataRailroad on http://$(HOST):$(PORT)/  (Ctrl+C stops)"
 	DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(VENV)/bin/gunicorn -c gunicorn.conf.py 'server:create_app()'
+
+# Python's venv module and Node/npm, from Debian when missing (as root).
+tools:
+	@missing=""; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
+	command -v npm >/dev/null || missing="$$missing nodejs npm"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq $$missing; \
+	  else echo "missing:$$missing (sudo apt-get install$$missing)"; exit 1; fi; fi
 
 # Chromium for the browser tests (Debian packages; test tools' own browser downloads fail offline).
 system-deps:

@@ -125,10 +125,12 @@ def _install(workdir: Path, target: Path) -> None:
 
 
 def is_installed(name: str, out: Path | None, quantize: str) -> bool:
+    """Installed by this converter version (an older one's output is rebuilt by `all`)."""
     from server.config import default_models_dir
 
     folder = Path(out) if out else default_models_dir()
-    return manifest_io.read(folder / model_folder_name(name, quantize)) is not None
+    current = manifest_io.read(folder / model_folder_name(name, quantize))
+    return bool(current) and current.get("converter_version") == CONVERTER_VERSION
 
 
 def summaries() -> list[tuple[str, str, str]]:

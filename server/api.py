@@ -1,7 +1,7 @@
 """JSON API under /api/v1: installed models, server-side inference, its OpenAPI document.
 
 Thin on purpose: read the image and the parameters, pick the runner, return its result
-(the pages' result schema, see docs/architecture.md) with the timing of the whole request.
+(the pages' result schema, see README "The server API") with the timing of the whole request.
 Every failure is a 4xx/5xx JSON ``{"error": {"code", "message"}}``.
 
 Images come as the multipart field ``image`` or as the raw body (image/jpeg, image/png,
@@ -262,8 +262,9 @@ def classify():
 def hands():
     def configure(runner):
         score = param_float("score")
+        detect_score = param_float("detect_score")
         max_hands = param_int("max_det", 1, MAX_HANDS_LIMIT)
         variant = param_choice("variant", runner.variants)
-        return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant)
+        return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score)
 
     return infer("handpose", configure)

@@ -2,7 +2,7 @@
 
 Schemas are JSON Schema 2020-12 (OpenAPI 3.1's dialect): tests validate real responses
 against them with jsonschema. The result schemas are the pages' result objects
-(docs/architecture.md) plus ``model``, ``image`` and ``timing_ms``.
+(README "The server API") plus ``model``, ``image`` and ``timing_ms``.
 """
 from __future__ import annotations
 
@@ -188,6 +188,8 @@ def _document() -> dict:
                 "@tensorflow-models/hand-pose-detection in static-image mode, as the hands page runs it.",
                 [MODEL_PARAM,
                  _param("score", score, "minimum hand presence score (default 0.5, the library's)"),
+                 _param("detect_score", score, "palm detection score cut, MediaPipe's min_detection_confidence "
+                                               "(default 0.5, the library's); the hands page's slider"),
                  _param("max_det", {"type": "integer", "minimum": 1, "maximum": 10}, "maximum hands (default 2)"),
                  _param("variant", {"type": "string", "enum": ["full", "lite"]}, "model pair (default full)")],
                 "HandsResult")},

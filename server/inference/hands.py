@@ -232,7 +232,8 @@ class HandsRunner(Runner):
 
     # -- palm detection (tfjs/detector.js detectPalm) -------------------------------------------
 
-    def detect_palms(self, image: np.ndarray, detector, max_hands: int) -> list[dict]:
+    def detect_palms(self, image: np.ndarray, detector, max_hands: int,
+                     detect_score: float | None = None) -> list[dict]:
         out_h, out_w = self.detector_size
         x, padding = crop_tensor(image, None, out_w, out_h)
         outputs = detector.run1(x)
@@ -275,8 +276,11 @@ class HandsRunner(Runner):
         else:
             scores = logits
         keep = np.ones(len(scores), bool)
-        if cfg.get("minScoreThresh") is not None:
-            keep &= ~(scores < cfg["minScoreThresh"])
+        # The palm score cut: the library's fixed minScoreThresh, or the page's slider, which
+        # moves that cut by shifting the score logit (static/js/hands.js) — the same thing.
+        threshold = cfg.get("minScoreThresh") if detect_score is None else detect_score
+        if threshold is not None:
+            keep &= ~(scores < threshold)
         keep &= ~((x_max - x_min) < 0) & ~((y_max - y_min) < 0)
         candidates = np.flatnonzero(keep)
         if candidates.size == 0:
@@ -345,7 +349,7 @@ class HandsRunner(Runner):
         return {"handedness": handedness, "score": hand_score, "keypoints": keypoints, "world": world}
 
     def estimate(self, image: np.ndarray, max_hands: int | None = None, score: float | None = None,
-                 variant: str | None = None) -> tuple[list[dict], dict]:
+                 variant: str | None = None, detect_score: float | None = None) -> tuple[list[dict], dict]:
         """The library's estimateHands(image, {staticImageMode: true}): hands with the model's
         handedness label, score, keypoints [21, 2] (source px) and world landmarks [21, 3] (m)."""
         max_hands = self.defaults["max_det"] if max_hands is None else max_hands
@@ -353,7 +357,7 @@ class HandsRunner(Runner):
         detector, landmark = self.models(variant or self.defaults["variant"])
         height, width = image.shape[:2]
         t0 = time.perf_counter()
-        palms = self.detect_palms(image, detector, max_hands)
+        palms = self.detect_palms(image, detector, max_hands, detect_score)
         t1 = time.perf_counter()
         rects = associate_rects([self.palm_to_roi(p, width, height) for p in palms],
                                 self.pipeline["min_similarity_threshold"])
@@ -362,13 +366,13 @@ class HandsRunner(Runner):
         return [h for h in found if h is not None], {"palm": (t1 - t0) * 1e3, "landmarks": (t2 - t1) * 1e3}
 
     def __call__(self, image: np.ndarray, max_hands: int | None = None, score: float | None = None,
-                 variant: str | None = None) -> dict:
+                 variant: str | None = None, detect_score: float | None = None) -> dict:
         """The hands page's result for a still image (static/js/hands.js): handedness swapped
         to the person's hand (MediaPipe labels assume a mirrored picture; the model's label
         stays in model_handedness), the gesture from gesture.js's rules (world landmarks for
         the hand's shape)."""
         variant = variant or self.defaults["variant"]
-        found, times = self.estimate(image, max_hands, score, variant)
+        found, times = self.estimate(image, max_hands, score, variant, detect_score)
         t2 = time.perf_counter()
         hands = []
         for hand in found:

@@ -203,7 +203,11 @@ async function main() {
   acceptFiles($('dropzone'), addFiles);
   $('camera-button').addEventListener('click', snapshot);
   $('clear-button').addEventListener('click', clearCards);
-  const reopen = () => { state.queue = state.queue.then(openSelectedModel); };
+  // Queued behind the images in flight; a failed open is reported and the queue goes on.
+  const reopen = () => {
+    state.queue = state.queue.then(openSelectedModel)
+      .catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
+  };
   $('model-select').addEventListener('change', reopen);
   $('backend-select').addEventListener('change', reopen);
   window.addEventListener('pagehide', () => stopStream($('video')));

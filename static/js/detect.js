@@ -121,16 +121,22 @@ async function detectInBrowser(frame, {mirrored}) {
 async function detectOnServer(frame, {mirrored, file}) {
   const t0 = performance.now();
   const opts = options();
+  // The class filter applies before the max-detections cut, as in the browser: with a
+  // filter, ask for every box and cut here.
+  const maxDet = opts.classes.size ? 1000 : opts.maxDet;
   const result = await inferOnServer('detect', state.opened.manifest.id, frame.canvas, frame.width, frame.height,
-                                     {score: opts.score, iou: opts.iou, max_det: opts.maxDet}, file);
-  if (opts.classes.size) result.detections = result.detections.filter((d) => opts.classes.has(d.class_id));
+                                     {score: opts.score, iou: opts.iou, max_det: maxDet}, file);
+  if (opts.classes.size) {
+    result.detections = result.detections.filter((d) => opts.classes.has(d.class_id)).slice(0, opts.maxDet);
+  }
   return show(frame, result, mirrored, {preprocess: 0, model: performance.now() - t0, postprocess: 0}, t0);
 }
 
 // After a few frames on a browser backend, time one server round trip; if the server
 // would be faster, offer it (once).
 async function maybeOfferServer() {
-  if (state.offered || onServer() || state.frames < 10 || hud.fps == null) return;
+  // Only a live source has a frame rate worth comparing.
+  if (state.offered || onServer() || frames.kind === 'image' || state.frames < 10 || hud.fps == null) return;
   if (!state.serverModels.includes(state.opened.manifest.id)) return;
   state.offered = true;
   try {
@@ -212,9 +218,13 @@ async function main() {
   }
   $('max-det').addEventListener('change', rerunImage);
   $('class-filter').addEventListener('change', rerunImage);
-  const reopen = async () => {
-    await openSelectedModel();
-    await frames.restart();
+  // One open at a time (each switches the global TF.js backend); a failure is reported.
+  let opening = Promise.resolve();
+  const reopen = () => {
+    opening = opening.then(async () => {
+      await openSelectedModel();
+      await frames.restart();
+    }).catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
   };
   $('model-select').addEventListener('change', reopen);
   $('backend-select').addEventListener('change', reopen);

@@ -55,9 +55,14 @@ async function decodeRaw(manifest, outputs, frame, options) {
     // NMS wants y1,x1,y2,x2.
     return [xyxy, classScores.max(1), cls, tf.gather(xyxy.add(shift), [1, 0, 3, 2], 1)];
   });
-  const kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet * 4, options.iou, options.score);
-  const [idx, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
-  tf.dispose([boxes, best, bestClass, nmsBoxes, kept]);
+  let kept;
+  let idx, b, s, c;
+  try {
+    kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet * 4, options.iou, options.score);
+    [idx, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
+  } finally {
+    tf.dispose([boxes, best, bestClass, nmsBoxes, kept].filter(Boolean));
+  }
   const detections = [];
   for (const i of idx) {
     if (detections.length >= options.maxDet) break;

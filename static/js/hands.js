@@ -238,7 +238,7 @@ async function processFrame(frame, {mirrored, live, file, source}) {
   if (onServer()) {
     const s = settings();
     const answer = await inferOnServer('hands', manifest.id, frame.canvas, width, height,
-                                       {variant, max_det: s.maxHands, score: s.score}, file);
+                                       {variant, max_det: s.maxHands, detect_score: s.score}, file);
     // Back to the library's shape (model labels, {x, y} points) so one code path follows.
     found = answer.hands.map((h) => ({handedness: h.model_handedness, score: h.score,
                                       keypoints: h.keypoints.map(([x, y]) => ({x, y}))}));
@@ -301,14 +301,13 @@ async function main() {
     if (state.opened && state.opened.model) applyDetectionThreshold(state.opened.model);
     if (frames.kind === 'image') frames.runImage();
   });
-  const reopen = async () => {
-    try {
+  // One open at a time (each switches the global TF.js backend); a failure is reported.
+  let opening = Promise.resolve();
+  const reopen = () => {
+    opening = opening.then(async () => {
       await openSelectedModel();
-    } catch (err) {
-      panel.status(`Could not load: ${err.message}`, 'error');
-      return;
-    }
-    await frames.restart();
+      await frames.restart();
+    }).catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
   };
   for (const id of ['model-select', 'backend-select', 'variant-select', 'max-hands']) $(id).addEventListener('change', reopen);
 

@@ -1,5 +1,5 @@
 // Start page: report which TF.js backends work in this browser and which one the demos use.
-import {probeBackends, defaultBackend, showBackend} from './runtime.js';
+import {probeBackends, defaultBackend, showBackend, timingCandidates, hasFastBackend} from './runtime.js';
 
 async function main() {
   const probed = await probeBackends();
@@ -18,9 +18,15 @@ async function main() {
   }
   const summary = document.getElementById('backend-summary');
   summary.dataset.backend = chosen || '';
-  summary.textContent = chosen
-    ? `The demos will run on ${chosen.toUpperCase()} here (you can switch on each page).`
-    : 'No TF.js backend works in this browser: the demos will use the server instead.';
+  const timed = timingCandidates(probed);
+  if (!hasFastBackend(probed)) {
+    summary.textContent = 'No fast TF.js backend works in this browser: the demos will use the server instead.';
+  } else if (timed.length === 1) {
+    summary.textContent = `The demos will run on ${chosen.toUpperCase()} here (you can switch on each page).`;
+  } else {
+    summary.textContent = `Each demo times ${timed.map((n) => n.toUpperCase()).join(' and ')} on its model once ` +
+      `and keeps the faster; ${chosen.toUpperCase()} is the likely one here (you can switch on each page).`;
+  }
   if (chosen) showBackend(chosen);
 }
 

@@ -7,6 +7,11 @@ export async function openCamera(video, {width = 640, height = 480} = {}) {
   if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
     throw new CameraError('This browser has no camera API (a secure context — https or localhost — is needed).');
   }
+  stopStream(video);   // a second click must not leave the first stream running
+  if (video.src) {
+    URL.revokeObjectURL(video.src);
+    video.removeAttribute('src');
+  }
   let stream;
   try {
     stream = await navigator.mediaDevices.getUserMedia({

@@ -157,7 +157,8 @@ export function rememberedBackend(modelId) {
 
 export function rememberBackend(modelId, backend) {
   try {
-    localStorage.setItem(STORAGE_PREFIX + modelId, backend);
+    if (backend) localStorage.setItem(STORAGE_PREFIX + modelId, backend);
+    else localStorage.removeItem(STORAGE_PREFIX + modelId);
   } catch (err) { /* private mode: choose again next time */ }
 }
 
@@ -197,6 +198,7 @@ export async function chooseBackend(modelId, probed, timeOne, override) {
     }
   }
   const best = Object.keys(timings).reduce((a, b) => (timings[a] <= timings[b] ? a : b));
+  if (!Number.isFinite(timings[best])) throw new Error('no backend of this browser could run the model');
   rememberBackend(modelId, best);
   return {backend: best, reason: 'fastest', timings};
 }

@@ -7,6 +7,8 @@ export const SERVER = 'server';
 const MAX_SIDE = 640;          // the detector's input size: sending more only costs bandwidth
 const JPEG_QUALITY = 0.85;
 const MIN_INTERVAL_MS = 100;   // at most 10 requests a second per page
+const SERVER_TYPES = /^image\/(jpeg|png|webp)$/;
+const MAX_UPLOAD_BYTES = 9 * 1024 * 1024;   // under the API's default 10 MB limit
 
 let lastSentAt = 0;
 
@@ -43,7 +45,10 @@ export function serverReady() {
 // send that original file instead of a re-encoded frame (an upload is already compressed).
 export async function inferOnServer(task, modelId, source, width, height, params = {}, file = null) {
   lastSentAt = performance.now();
-  const {blob, sentWidth, sentHeight} = file
+  // The API decodes JPEG, PNG and WebP up to its upload limit; anything else the browser
+  // could decode (GIF, BMP, AVIF, a huge photo) goes as a re-encoded frame.
+  const sendAsIs = file && SERVER_TYPES.test(file.type) && file.size <= MAX_UPLOAD_BYTES;
+  const {blob, sentWidth, sentHeight} = sendAsIs
     ? {blob: file, sentWidth: width, sentHeight: height}
     : await encodeFrame(source, width, height);
   const query = new URLSearchParams({model: modelId});

@@ -1,7 +1,7 @@
 // Opening a model on a page: manifest, backend choice (timed or remembered), graph load
 // with byte progress, warm-up; and the status panel that reports each step.
-import {chooseBackend, fetchManifest, graphUrl, hasFastBackend, loadModel, showBackend, timeModel, trackModelLoads,
-        urlOverride, useBackend, warmUp} from './runtime.js';
+import {chooseBackend, fetchManifest, graphUrl, hasFastBackend, loadModel, rememberBackend, showBackend, timeModel,
+        trackModelLoads, urlOverride, useBackend, warmUp} from './runtime.js';
 import {SERVER} from './server-backend.js';
 
 export class LoadPanel {
@@ -41,15 +41,26 @@ export async function openModel(modelId, probed, override, panel, part = 'model'
       model.dispose();
     }
   }, override);
-  await useBackend(choice.backend);
-  panel.status(`Loading on ${choice.backend}…`);
-  const started = performance.now();
-  const model = await load();
-  // The converter knows whether the graph has dynamic ops (in-graph NMS): no trial run.
-  if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
-  const loadMs = performance.now() - started;
-  panel.status('Warming up…');
-  const warmMs = await warmUp(model);
+  let model;
+  let loadMs;
+  let warmMs;
+  try {
+    await useBackend(choice.backend);
+    panel.status(`Loading on ${choice.backend}…`);
+    const started = performance.now();
+    model = await load();
+    // The converter knows whether the graph has dynamic ops (in-graph NMS): no trial run.
+    if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
+    loadMs = performance.now() - started;
+    panel.status('Warming up…');
+    warmMs = await warmUp(model);
+  } catch (err) {
+    if (model) model.dispose();
+    if (choice.reason !== 'remembered') throw err;
+    // A remembered backend that no longer works here (driver update, flag): choose afresh.
+    rememberBackend(modelId, null);
+    return openModel(modelId, probed, override, panel, part);
+  }
   panel.progress(1);
   return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
 }
@@ -121,7 +132,8 @@ export function setupBackendSelect(select, probed, serverIds) {
 // -> {override: backend name or null for "fastest", server: bool, why: text}
 export function chooseOverride(select, modelId, probed, serverIds) {
   const serverCan = serverIds.includes(modelId);
-  const choice = urlOverride('backend') || (select.value !== 'auto' ? select.value : null);
+  // ?backend= only preselects (setupBackendSelect): the selector has the last word.
+  const choice = select.value !== 'auto' ? select.value : null;
   if (choice === SERVER) return serverCan ? {override: SERVER, server: true, why: ''} : {override: null, server: false, why: ''};
   if (!choice && serverCan && !hasFastBackend(probed)) return {override: SERVER, server: true, why: NO_FAST_BACKEND};
   return {override: choice, server: false, why: ''};
