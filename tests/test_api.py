@@ -673,3 +673,15 @@ def test_real_responses_validate_against_openapi(client, api_models):
     for name, response in checks:
         errors = list(openapi_validator(client, name).iter_errors(response.get_json()))
         assert not errors, (name, [e.message for e in errors][:3])
+
+
+def test_hands_detect_score_is_the_palm_cut(client, api_models):
+    """detect_score moves the palm detector's cut (the page's slider, MediaPipe's
+    min_detection_confidence): zidane.jpg's pointing hand scores between 0.3 and 0.5."""
+    need(api_models, "handpose")
+    data = photo_bytes("zidane.jpg")
+    default = post(client, "hands", data).get_json()
+    lowered = post(client, "hands", data, query="?detect_score=0.3").get_json()
+    assert default["hands"] == []
+    assert len(lowered["hands"]) == 1 and len(lowered["hands"][0]["keypoints"]) == 21
+    assert_error(post(client, "hands", data, query="?detect_score=2"), 400)
