@@ -63,3 +63,13 @@ def pw():
 
     with sync_playwright() as p:
         yield p
+
+
+@pytest.fixture(scope="module")
+def browser(pw):
+    """Debian's headless Chromium, one per test module (fake-camera modules launch their own)."""
+    from tests.browser import launch
+
+    b = launch(pw)
+    yield b
+    b.close()

@@ -9,7 +9,7 @@ import pytest
 
 from converters.sources import photo_path
 from tests import reference
-from tests.browser import CHROMIUM, drop_files, launch, live_server, open_page, screenshot
+from tests.browser import CHROMIUM, drop_files, live_server, open_page, screenshot
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -28,13 +28,6 @@ def base_url(models):
     app = create_app({"MODELS_DIR": models["lite0"].parent, "TESTING": True})
     with live_server(app) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser(pw):
-    b = launch(pw)
-    yield b
-    b.close()
 
 
 def open_classifier(browser, base_url, model_id):

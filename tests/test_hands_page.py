@@ -38,13 +38,6 @@ def base_url(handpose):
 
 
 @pytest.fixture(scope="module")
-def browser(pw):
-    b = launch(pw)
-    yield b
-    b.close()
-
-
-@pytest.fixture(scope="module")
 def figures():
     """Measured figures, written to test-artifacts/hands-figures.json at the end."""
     data: dict = {}

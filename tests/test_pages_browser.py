@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.browser import CHROMIUM, launch, live_server, open_page, screenshot
+from tests.browser import CHROMIUM, live_server, open_page, screenshot
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -48,13 +48,6 @@ def tiny_classifier(tmp_path_factory):
     })
     yield root
     shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def browser(pw):
-    b = launch(pw)
-    yield b
-    b.close()
 
 
 @pytest.fixture(scope="module")
