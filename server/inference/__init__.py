@@ -44,8 +44,10 @@ def is_default_candidate(manifest: dict) -> bool:
 
 
 class Registry:
-    def __init__(self, models_dir: Path):
+    def __init__(self, models_dir: Path, runners: dict | None = None):
         self.models_dir = Path(models_dir)
+        # task -> runner class, or a factory of the same signature (server/cluster: remote runners)
+        self.runners = runners or RUNNERS
         self._runners: dict[str, tuple[tuple, Runner]] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
@@ -91,7 +93,7 @@ class Registry:
             if cached and cached[0] == version:
                 return cached[1]
             try:
-                runner = RUNNERS[task](manifest, self.models_dir / mid)
+                runner = self.runners[task](manifest, self.models_dir / mid)
             except ModelUnavailable:
                 raise
             except (KeyError, ValueError, TypeError, IndexError, StopIteration) as exc:
@@ -115,5 +117,5 @@ def registry(app) -> Registry:
         with _app_lock:
             reg = app.extensions.get(EXTENSION)
             if reg is None or reg.models_dir != folder:
-                reg = app.extensions[EXTENSION] = Registry(folder)
+                reg = app.extensions[EXTENSION] = Registry(folder, app.config.get("INFERENCE_RUNNERS"))
     return reg
