@@ -43,6 +43,12 @@ def file_sizes(folder: Path) -> dict[str, int]:
     }
 
 
+def file_digests(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 for the same files as ``file_sizes``: the server checks each
+    model's files against both before it loads them (server/manifests.py verify_files)."""
+    return {name: sha256_file(Path(folder) / name) for name in file_sizes(folder)}
+
+
 def now_iso() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 

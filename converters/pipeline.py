@@ -94,6 +94,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
                 "options": options,
                 **built,
                 "files": manifest_io.file_sizes(workdir),
+                "files_sha256": manifest_io.file_digests(workdir),
                 "tools": manifest_io.tool_versions(),
                 "created": manifest_io.now_iso(),
             }
