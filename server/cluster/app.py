@@ -1,0 +1,139 @@
+"""The Ray Serve application: ``import_path: server.cluster.app:build`` (see serve.yaml).
+
+    HTTP -> Serve proxy -> ingress (the Flask app via a2wsgi: pages, static, /models, /api/v1)
+                               -> ModelServer "detect" | "classify" | "handpose" (the runners)
+
+The ingress is the Flask app of ``make run``, built by ``create_app`` with remote runners:
+the same routes, JSON, status codes, OpenAPI and limits. Each model deployment holds the
+task's real ``inference.Registry`` (so every model of the task, reloaded when rebuilt) and
+runs ``runner(image, ...)`` for the ingress, batching concurrent requests with
+``@serve.batch``. Models come from each node's DATARAILROAD_MODELS (or ``models_dir``).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from ray import serve
+
+from .. import create_app
+from ..config import default_models_dir
+from ..inference import RUNNERS, ModelUnavailable, Registry
+from .remote import Unavailable, detach, remote_runners
+
+log = logging.getLogger("ray.serve")
+
+# The deployment's user_config (serve.yaml) may set any of these.
+DEFAULT_MODEL_CONFIG = {"threads": 1, "interpreters": 1, "max_batch_size": 4, "batch_wait_timeout_s": 0.005}
+
+
+def input_terminated(wsgi_app):
+    """a2wsgi's wsgi.input ends where the ASGI body ends; saying so (as gunicorn does) lets the
+    API read a chunked upload up to its limit (api._bounded_streaming_body) instead of as empty."""
+    def app(environ, start_response):
+        environ["wsgi.input_terminated"] = True
+        return wsgi_app(environ, start_response)
+
+    return app
+
+
+@serve.deployment(ray_actor_options={"num_cpus": 1}, max_ongoing_requests=4)
+class ModelServer:
+    """One task's runners. ``infer`` is what a RemoteRunner calls; ``describe`` gives the
+    ingress the runner's checks (a copy without interpreters)."""
+
+    def __init__(self, task: str, models_dir: str | None = None):
+        self.task = task
+        self.models_dir = models_dir or default_models_dir()
+        self.settings: dict = {}
+        self.registry: Registry | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self.reconfigure({})
+
+    def reconfigure(self, user_config: dict) -> None:
+        settings = {**DEFAULT_MODEL_CONFIG, **(user_config or {})}
+        if self.registry is None or (settings["threads"], settings["interpreters"]) != \
+                (self.settings.get("threads"), self.settings.get("interpreters")):
+            # LiteRTModel reads these when it loads (server/inference/litert.py); this
+            # process is the replica's own, so the environment is too.
+            os.environ["DATARAILROAD_INFER_THREADS"] = str(settings["threads"])
+            os.environ["DATARAILROAD_INTERPRETERS"] = str(settings["interpreters"])
+            self.registry = Registry(self.models_dir)
+            # Requests decode/preprocess in parallel while the interpreters (pool) run.
+            self.pool = ThreadPoolExecutor(max_workers=max(2, 2 * settings["interpreters"]),
+                                           thread_name_prefix=f"{self.task}-runner")
+            self.warm_up()
+        self.settings = settings
+        self.run_batch.set_max_batch_size(int(settings["max_batch_size"]))
+        self.run_batch.set_batch_wait_timeout_s(float(settings["batch_wait_timeout_s"]))
+
+    def warm_up(self) -> None:
+        """Load the task's default model now, so a new replica's first request doesn't."""
+        try:
+            self.registry.get(self.task)
+        except (LookupError, ModelUnavailable) as exc:
+            log.warning("%s: no default model loaded at start: %s", self.task, exc)
+
+    def describe(self, model_id: str):
+        try:
+            return detach(self.registry.get(self.task, model_id))
+        except (LookupError, ValueError, ModelUnavailable) as exc:
+            return Unavailable(f"{exc} (model deployment {self.task!r}, models {self.models_dir})")
+
+    def run_one(self, model_id: str, image, args: tuple, kwargs: dict):
+        return self.registry.get(self.task, model_id)(image, *args, **kwargs)
+
+    def run_all(self, requests: list) -> list:
+        """A batch, item by item (the LiteRT graphs take one image): an item's exception is
+        its own answer, the others still get theirs."""
+        results = []
+        for request in requests:
+            try:
+                results.append(self.run_one(*request))
+            except Exception as exc:  # noqa: BLE001 - re-raised for its own caller in infer()
+                results.append(exc)
+        return results
+
+    # max_concurrent_batches=2: one batch's items preprocess while the other's run the model.
+    @serve.batch(max_batch_size=4, batch_wait_timeout_s=0.005, max_concurrent_batches=2)
+    async def run_batch(self, requests: list) -> list:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self.run_all, requests)
+
+    async def infer(self, model_id: str, image, args: tuple, kwargs: dict):
+        if self.settings["max_batch_size"] <= 1:
+            return await asyncio.get_running_loop().run_in_executor(
+                self.pool, self.run_one, model_id, image, args, kwargs)
+        result = await self.run_batch((model_id, image, args, kwargs))
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+@serve.deployment(ray_actor_options={"num_cpus": 0}, max_ongoing_requests=64)
+@serve.ingress()
+class Ingress:
+    """The Flask app (create_app) with remote runners, as an ASGI app through a2wsgi."""
+
+    def __init__(self, models: dict, wsgi_threads: int = 16, models_dir: str | None = None):
+        config = {"INFERENCE_RUNNERS": remote_runners(models)}
+        if models_dir:
+            config["MODELS_DIR"] = models_dir
+        self.flask = create_app(config)
+        self.wsgi_threads = wsgi_threads
+
+    def __serve_build_asgi_app__(self):
+        from a2wsgi import WSGIMiddleware
+
+        return WSGIMiddleware(input_terminated(self.flask), workers=self.wsgi_threads)
+
+
+def build(args: dict | None = None):
+    """The application from serve.yaml's ``args``: ``tasks`` (default: every task the API
+    serves), ``wsgi_threads`` (ingress threads running Flask), ``models_dir`` (a path every
+    node sees; default: each node's DATARAILROAD_MODELS)."""
+    args = args or {}
+    models_dir = args.get("models_dir")
+    models = {task: ModelServer.options(name=task).bind(task, models_dir) for task in args.get("tasks", RUNNERS)}
+    return Ingress.bind(models, int(args.get("wsgi_threads", 16)), models_dir)
