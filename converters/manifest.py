@@ -43,6 +43,18 @@ def file_sizes(folder: Path) -> dict[str, int]:
     }
 
 
+def litert_artifacts(manifest: dict) -> dict:
+    """The .tflite files the browser can run with LiteRT.js (the server's very files):
+    part -> {"path": relative to the model folder, "bytes"}. Parts are "model" for a
+    one-graph model, else the server's keys (e.g. handpose's detector_full)."""
+    server = manifest.get("server") or {}
+    paths = dict(server.get("models") or {})
+    if server.get("model"):
+        paths["model"] = server["model"]
+    files = manifest.get("files") or {}
+    return {part: {"path": path, "bytes": files.get(path)} for part, path in paths.items() if path in files}
+
+
 def file_digests(folder: Path) -> dict[str, str]:
     """Relative path -> sha256 for the same files as ``file_sizes``: the server checks each
     model's files against both before it loads them (server/manifests.py verify_files)."""

@@ -15,7 +15,7 @@ from . import manifest as manifest_io
 from .errors import ConverterError
 from .sources import Source
 
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2  # 2: manifest lists the LiteRT.js browser artifacts
 
 
 @dataclass
@@ -98,6 +98,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
                 "tools": manifest_io.tool_versions(),
                 "created": manifest_io.now_iso(),
             }
+            manifest["litert"] = manifest_io.litert_artifacts(manifest)
             manifest["steps"] = ctx.steps
             manifest_io.write(workdir, manifest)
         _install(workdir, target)

@@ -5,6 +5,7 @@ manifest lists. So there is no directory listing and no path to traverse.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from flask import Blueprint, abort, current_app, send_file
@@ -17,6 +18,7 @@ models_bp = Blueprint("models", __name__, url_prefix="/models")
 _TFJS = "@tensorflow/tfjs/dist/"
 _WASM = "@tensorflow/tfjs-backend-wasm/dist/"
 _MEDIAPIPE = "@mediapipe/hands/"
+_LITERT = "@litertjs/core/"
 
 # public path under /vendor/ -> path under node_modules/ (pinned in package-lock.json)
 VENDOR_FILES = {
@@ -31,6 +33,13 @@ VENDOR_FILES = {
     "tfjs-webgpu/tf-backend-webgpu.es2017.min.js": "@tensorflow/tfjs-backend-webgpu/dist/tf-backend-webgpu.es2017.min.js",
     "hand-pose-detection/hand-pose-detection.min.js":
         "@tensorflow-models/hand-pose-detection/dist/hand-pose-detection.min.js",
+    # LiteRT.js: its ES module, the one module it imports (mapped by IMPORT_MAP), and the
+    # three WASM builds loadLiteRt() picks from (no relaxed SIMD / default / threaded).
+    "litertjs/core/index.js": _LITERT + "dist/index.js",
+    "litertjs/wasm-utils/index.js": "@litertjs/wasm-utils/dist/index.js",
+    **{f"litertjs/wasm/{name}.{ext}": f"{_LITERT}wasm/{name}.{ext}"
+       for name in ("litert_wasm_compat_internal", "litert_wasm_internal", "litert_wasm_threaded_internal")
+       for ext in ("js", "wasm")},
     # MediaPipe's own runtime for the hand-pose benchmark's peer (solutionPath).
     **{f"mediapipe-hands/{name}": _MEDIAPIPE + name for name in (
         "hands.js", "hands.binarypb", "hands_solution_packed_assets.data",
@@ -39,6 +48,10 @@ VENDOR_FILES = {
         "hands_solution_wasm_bin.js", "hands_solution_wasm_bin.wasm",
         "hand_landmark_full.tflite", "hand_landmark_lite.tflite")},
 }
+
+# @litertjs/core imports the bare name "@litertjs/wasm-utils": the pages map it with this
+# import map (inline JSON; security.py allows exactly this text by its hash).
+IMPORT_MAP = json.dumps({"imports": {"@litertjs/wasm-utils": "/vendor/litertjs/wasm-utils/index.js"}})
 
 MIMETYPES = {
     ".js": "text/javascript",
@@ -80,3 +93,8 @@ def model_file(model_id: str, filename: str):
         abort(404, description=f"model {model_id!r} has no file {filename!r}")
     # Shard names are not content-hashed and a rebuild rewrites them: always revalidate.
     return _send(manifests.models_dir() / model_id / filename, "no-cache")
+
+
+@vendor_bp.app_context_processor
+def import_map():
+    return {"import_map": IMPORT_MAP}

@@ -1,14 +1,25 @@
 """Response headers every page and file gets."""
 from __future__ import annotations
 
+import base64
+import hashlib
+
 from flask import Flask
 
-# No inline script anywhere: every script is a same-origin file. 'wasm-unsafe-eval' lets
-# the TF.js WASM backend compile its module. Its threads are blob: workers that
-# importScripts() another blob: (only same-origin code can mint blob: URLs).
+from .assets import IMPORT_MAP
+
+
+def _script_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+# No inline script but the import map (allowed by its hash): every script is a same-origin
+# file. 'wasm-unsafe-eval' lets the TF.js and LiteRT WASM modules compile. TF.js's threads
+# are blob: workers that importScripts() another blob: (only same-origin code can mint blob:
+# URLs); LiteRT's threads are workers of its own same-origin script.
 CONTENT_SECURITY_POLICY = "; ".join([
     "default-src 'self'",
-    "script-src 'self' 'wasm-unsafe-eval' blob:",
+    f"script-src 'self' 'wasm-unsafe-eval' blob: {_script_hash(IMPORT_MAP)}",
     "worker-src 'self' blob:",
     "style-src 'self'",
     "img-src 'self' blob: data:",

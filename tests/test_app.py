@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from server import create_app
-from server.assets import VENDOR_FILES
+from server.assets import IMPORT_MAP, VENDOR_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,8 +150,23 @@ def test_no_remote_script_sources_in_rendered_pages(client):
         assert not REMOTE.search(html), path
         for src in re.findall(r"<script[^>]*\ssrc=\"([^\"]+)\"", html):
             assert src.startswith("/"), src
-        assert not re.search(r"<script(?![^>]*(?:\ssrc=|type=\"application/json\"))[^>]*>\s*\S", html), \
-            "inline script"
+        inline = [(attrs.strip(), body) for attrs, body in
+                  re.findall(r"<script(?![^>]*(?:\ssrc=|type=\"application/json\"))([^>]*)>(.*?)</script>", html, re.S)
+                  if body.strip()]
+        # The one inline script: LiteRT.js's import map, which the CSP allows by its exact hash.
+        assert inline == [('type="importmap"', IMPORT_MAP)], path
+
+
+def test_csp_allows_exactly_the_import_map(client):
+    import base64
+    import hashlib
+
+    csp = client.get("/detect").headers["Content-Security-Policy"]
+    script_src = next(d for d in csp.split("; ") if d.startswith("script-src"))
+    digest = base64.b64encode(hashlib.sha256(IMPORT_MAP.encode()).digest()).decode()
+    assert f"'sha256-{digest}'" in script_src.split()
+    assert "'unsafe-inline'" not in script_src and "'unsafe-eval'" not in script_src
+    assert json.loads(IMPORT_MAP)["imports"]["@litertjs/wasm-utils"].startswith("/vendor/")
 
 
 def test_gunicorn_config_defaults(monkeypatch):

@@ -34,14 +34,15 @@ async function classify(source) {
   const frame = prepareInput(source, manifest.input);
   const t1 = performance.now();
   let output;
+  let values;
   try {
     output = await runModel(model, frame.input);
+    const tensor = Array.isArray(output) ? output[0] : output;
+    values = Array.from(await tensor.data());
   } finally {
     frame.input.dispose();
+    if (output) tf.dispose(output);
   }
-  const tensor = Array.isArray(output) ? output[0] : output;
-  let values = Array.from(await tensor.data());
-  tf.dispose(output);
   const t2 = performance.now();
   if (manifest.outputs.format === 'logits') values = softmax(values);
   const top = topK(values, TOP_K).map((i) => ({class_id: i, label: manifest.labels[i], probability: values[i]}));

@@ -1,4 +1,5 @@
-// Start page: report which TF.js backends work in this browser and which one the demos use.
+// Start page: report which backends (TF.js and LiteRT.js) work in this browser, with why
+// not where one doesn't, and which one the demos likely use.
 import {probeBackends, defaultBackend, showBackend, timingCandidates, hasFastBackend} from './runtime.js';
 
 async function main() {
@@ -20,7 +21,7 @@ async function main() {
   summary.dataset.backend = chosen || '';
   const timed = timingCandidates(probed);
   if (!hasFastBackend(probed)) {
-    summary.textContent = 'No fast TF.js backend works in this browser: the demos will use the server instead.';
+    summary.textContent = 'No fast backend (TF.js or LiteRT.js) works in this browser: the demos will use the server instead.';
   } else if (timed.length === 1) {
     summary.textContent = `The demos will run on ${chosen.toUpperCase()} here (you can switch on each page).`;
   } else {

@@ -1,7 +1,8 @@
 // Opening a model on a page: manifest, backend choice (timed or remembered), graph load
 // with byte progress, warm-up; and the status panel that reports each step.
-import {chooseBackend, fetchManifest, graphUrl, hasFastBackend, loadModel, rememberBackend, showBackend, timeModel,
-        trackModelLoads, urlOverride, useBackend, warmUp} from './runtime.js';
+import {chooseBackend, fetchManifest, graphUrl, hasFastBackend, isLiteRtBackend, loadModel, rememberBackend, showBackend,
+        tfliteArtifact, timeModel, trackModelLoads, urlOverride, useBackend, warmUp} from './runtime.js';
+import {loadTflite} from './litert.js';
 import {SERVER} from './server-backend.js';
 
 export class LoadPanel {
@@ -25,16 +26,39 @@ export class LoadPanel {
   }
 }
 
-// -> {manifest, model, backend, reason, timings, warmMs}
+// TF.js output names -> the .tflite signature's keys (the manifest knows both).
+function outputKeys(manifest) {
+  const tensors = (manifest.outputs || {}).tensors || [];
+  return Object.fromEntries(tensors.filter((t) => t.key).map((t) => [t.name, t.key]));
+}
+
+// The model's graph for a backend: the TF.js graph, or the .tflite on LiteRT.js.
+async function loadFor(backend, manifest, part, onProgress) {
+  if (isLiteRtBackend(backend)) {
+    const artifact = tfliteArtifact(manifest, part);
+    if (!artifact) throw new Error(`${manifest.id}'s manifest lists no .tflite for LiteRT.js (rebuild the model)`);
+    return loadTflite(artifact.url, backend.replace('litert-', ''), onProgress, artifact.bytes, outputKeys(manifest));
+  }
+  const model = await loadModel(graphUrl(manifest, part), onProgress);
+  // The converter knows whether the graph has dynamic ops (in-graph NMS): no trial run.
+  if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
+  return model;
+}
+
+// A LiteRT backend that failed here is dropped from this page's choices (with its reason).
+function markFailed(probed, backend, err) {
+  const entry = probed.find((p) => p.name === backend);
+  if (entry) Object.assign(entry, {ok: false, note: `failed: ${String(err && err.message || err).slice(0, 120)}`});
+}
+
+// -> {manifest, model, backend, reason, timings, warmMs, fallback?}
 export async function openModel(modelId, probed, override, panel, part = 'model') {
   panel.status('Reading the model manifest…', 'loading');
   const manifest = await fetchManifest(modelId);
-  const url = graphUrl(manifest, part);
-  const load = () => loadModel(url, (f) => panel.progress(f));
+  const load = (backend) => loadFor(backend, manifest, part, (f) => panel.progress(f));
   const choice = await chooseBackend(modelId, probed, async (name) => {
     panel.status(`Timing ${name}…`);
-    const model = await load();
-    if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
+    const model = await load(name);
     try {
       return await timeModel(model);
     } finally {
@@ -48,14 +72,19 @@ export async function openModel(modelId, probed, override, panel, part = 'model'
     await useBackend(choice.backend);
     panel.status(`Loading on ${choice.backend}…`);
     const started = performance.now();
-    model = await load();
-    // The converter knows whether the graph has dynamic ops (in-graph NMS): no trial run.
-    if ((manifest.outputs || {}).execute === 'executeAsync') model.needsAsync = true;
+    model = await load(choice.backend);
     loadMs = performance.now() - started;
     panel.status('Warming up…');
     warmMs = await warmUp(model);
   } catch (err) {
     if (model) model.dispose();
+    if (isLiteRtBackend(choice.backend)) {
+      // LiteRT.js could not run this model here: fall back to the TF.js backends.
+      markFailed(probed, choice.backend, err);
+      if (choice.reason === 'remembered' || choice.reason === 'fastest') rememberBackend(modelId, null);
+      const opened = await openModel(modelId, probed, null, panel, part);
+      return {...opened, fallback: `${choice.backend} failed (${err.message}), so TF.js runs it.`};
+    }
     if (choice.reason !== 'remembered') throw err;
     // A remembered backend that no longer works here (driver update, flag): choose afresh.
     rememberBackend(modelId, null);
@@ -70,7 +99,9 @@ export async function openModel(modelId, probed, override, panel, part = 'model'
 // library's object on the current backend (it must expose dispose()); warm(object) runs it
 // once and returns ms. `key` names the backend memory (default: the model id).
 // -> {manifest, model, backend, reason, timings, loadMs, warmMs}
-export async function openLibraryModel(modelId, probed, override, panel, {parts, create, warm, key}) {
+export async function openLibraryModel(modelId, allProbed, override, panel, {parts, create, warm, key}) {
+  // The library runs TF.js graphs only.
+  const probed = allProbed.filter((p) => !isLiteRtBackend(p.name));
   panel.status('Reading the model manifest…', 'loading');
   const manifest = await fetchManifest(modelId);
   const urls = parts.map((part) => graphUrl(manifest, part));
@@ -111,7 +142,9 @@ export function describeChoice(opened) {
   const timed = opened.timings
     ? ' (' + Object.entries(opened.timings).map(([k, v]) => `${k} ${Number.isFinite(v) ? v.toFixed(0) + ' ms' : 'failed'}`).join(', ') + ')'
     : '';
-  return `${opened.manifest.title || opened.manifest.id} on ${opened.backend}, ${how}${timed}; warm-up ${opened.warmMs.toFixed(0)} ms.`;
+  const fallback = opened.fallback ? ` ${opened.fallback}` : '';
+  return `${opened.manifest.title || opened.manifest.id} on ${opened.backend}, ${how}${timed}; ` +
+    `warm-up ${opened.warmMs.toFixed(0)} ms.${fallback}`;
 }
 
 // ---- backend choice shared by the demo pages, the server API included ----
