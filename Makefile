@@ -9,7 +9,7 @@ YOLOV5N_WEIGHTS ?= $(SHARED)/models/yolov5n.pt
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test setup models serve tools system-deps clean-models bench
+.PHONY: run test setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
 run: tools setup models serve
 
@@ -62,3 +62,23 @@ bench: setup
 
 clean-models:
 	rm -rf models
+
+# A local Ray Serve cluster (README "Scaling out"): a head + NODES-1 worker nodes on this
+# machine, the app deployed from server/cluster/serve.yaml; returns once /healthz answers.
+NODES ?= 2
+RAY_PORT ?= 6380
+RAY_NODE_PORTS ?= 10000
+cluster: setup
+	$(PY) -m server.cluster up --nodes $(NODES) --port $(PORT) --ray-port $(RAY_PORT) --node-ports $(RAY_NODE_PORTS)
+
+cluster-stop:
+	$(PY) -m server.cluster down --ray-port $(RAY_PORT)
+
+# The slim runtime for serving machines and cluster nodes: no converter dependencies.
+SERVE_VENV ?= .venv-serve
+serve-install: $(SERVE_VENV)/.installed
+
+$(SERVE_VENV)/.installed: requirements-serve.txt
+	test -x $(SERVE_VENV)/bin/python || $(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-serve.txt
+	touch $@
