@@ -423,6 +423,8 @@ def build(ctx) -> dict:
         "server": {
             "runtime": "litert",
             "models": {key: f"tflite/{name}" for key, name in TFLITE_FILES.items()},
+            # The .tflite output names per role (the pages' LiteRT.js path reads them from here).
+            "outputs": {"detector": {"boxes": "Identity", "logits": "Identity_1"}, "landmark": dict(LANDMARK_KEYS)},
             "note": "the original MediaPipe .tflite files (fp16 weights, fp32 compute). Their output names "
                     "differ from the TF.js ones: detector Identity = [1,2016,18] regressors, Identity_1 = "
                     "[1,2016,1] logits; landmark Identity = landmarks, Identity_1 = hand flag, Identity_2 = "
