@@ -1,33 +1,34 @@
-// Hand pose page: camera / video / image -> @tensorflow-models/hand-pose-detection
-// (runtime 'tfjs' on our converted graphs) -> 21 keypoints, skeleton, handedness and a
-// thumbs-up / thumbs-down gesture. One frame in flight; the library disposes its tensors.
+// Hand pose page: camera / video / image -> MediaPipe Hands (handpipeline.js: the steps of
+// @tensorflow-models/hand-pose-detection's 'tfjs' runtime, on our converted TF.js graphs or
+// on the same .tflite files with LiteRT.js) -> 21 keypoints, skeleton, handedness and a
+// thumbs-up / thumbs-down gesture. One frame in flight; the pipeline disposes its tensors.
+// `?runtime=mediapipe` runs the library on MediaPipe's own runtime instead (the benchmark's peer).
 //
 // Handedness: MediaPipe's model assumes a mirrored (selfie) picture. Camera frames, video
 // files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
 // mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
-import {probeBackends, urlOverride, pageData, warmUp} from './runtime.js';
+import {probeBackends, urlOverride, pageData, isLiteRtBackend} from './runtime.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
 import {LoadPanel, openLibraryModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
 import {drawFrame, drawHand, drawEmoji} from './draw.js';
 import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
 import {GESTURES, GestureTracker, classifyGesture} from './gesture.js';
+import {HandPipeline, modelRunner, outputNames} from './handpipeline.js';
 
-const tf = globalThis.tf;
-const hpd = globalThis.handPoseDetection;
 const $ = (id) => document.getElementById(id);
 
 const MEDIAPIPE_PATH = '/vendor/mediapipe-hands';
+const LIBRARY_SCRIPT = '/vendor/hand-pose-detection/hand-pose-detection.min.js';
 const COLORS = {Left: '#ff8c1a', Right: '#1f9bff'};
 const SWAP = {Left: 'Right', Right: 'Left'};
 
 const state = {
-  opened: null,        // {manifest, model (the library's detector; null on the server), backend, ...}
+  opened: null,        // {manifest, model (a HandPipeline, or the library's detector; null on the server), backend, ...}
   probed: [],
   runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',
   frames: 0,
-  lastResult: null,
   serverModels: [],    // handpose model ids the server API can run
 };
 
@@ -67,7 +68,7 @@ function settings() {
   };
 }
 
-// ---- the library's detector on our converted graphs (or MediaPipe's own runtime) ----
+// ---- the hand pipeline on the chosen backend's graphs (or the library on MediaPipe's runtime) ----
 
 function loadScript(src) {
   if (document.querySelector(`script[src="${src}"]`)) return Promise.resolve();
@@ -80,53 +81,35 @@ function loadScript(src) {
   });
 }
 
-async function createDetector(urls, {variant, maxHands}) {
-  if (!hpd) throw new Error('the hand-pose-detection library did not load');
-  const model = hpd.SupportedModels.MediaPipeHands;
-  if (state.runtime === 'mediapipe') {
-    // The peer for the benchmark: MediaPipe's WASM + WebGL solution, served locally.
-    await loadScript(`${MEDIAPIPE_PATH}/hands.js`);
-    return hpd.createDetector(model, {runtime: 'mediapipe', solutionPath: MEDIAPIPE_PATH, modelType: variant, maxHands});
-  }
-  return hpd.createDetector(model, {
-    runtime: 'tfjs', modelType: variant, maxHands, detectorModelUrl: urls[0], landmarkModelUrl: urls[1],
-  });
+// The benchmark's peer: hand-pose-detection on MediaPipe's WASM + WebGL solution, served
+// locally. Its palm score threshold is the library's fixed 0.5.
+async function createMediaPipeDetector({variant, maxHands}) {
+  await loadScript(LIBRARY_SCRIPT);
+  await loadScript(`${MEDIAPIPE_PATH}/hands.js`);
+  const hpd = globalThis.handPoseDetection;
+  return hpd.createDetector(hpd.SupportedModels.MediaPipeHands,
+                            {runtime: 'mediapipe', solutionPath: MEDIAPIPE_PATH, modelType: variant, maxHands});
 }
 
-// The palm detector's score threshold (MediaPipe's min_detection_confidence). The library
-// hard-codes 0.5; shifting the detector's score logit by ln((1-t)/t) makes its fixed 0.5 cut
-// fall exactly at t (order-preserving, so NMS is unchanged). Hand scores (the landmark
-// model's presence flag) keep the library's own 0.5 floor.
-function applyDetectionThreshold(detector) {
-  if (detector.handsSolution) {   // MediaPipe's runtime has the option itself
-    detector.handsSolution.setOptions({minDetectionConfidence: settings().score});
-    return;
-  }
-  const graph = detector.detectorModel;
-  if (!graph || graph.predictUnshifted) return;
-  graph.predictUnshifted = graph.predict.bind(graph);
-  graph.predict = (input, config) => {
-    const t = Math.min(Math.max(settings().score, 0.01), 0.99);
-    if (t === 0.5) return graph.predictUnshifted(input, config);
-    return tf.tidy(() => {
-      const raw = graph.predictUnshifted(input, config);   // [1, anchors, 1 + 18]: score logit first
-      const shift = tf.tensor1d([Math.log((1 - t) / t)].concat(new Array(raw.shape[2] - 1).fill(0)));
-      return raw.add(shift);
-    });
-  };
+// graphs: [palm detector, landmark model] as loaded for `backend` (TF.js graphs or LiteRT
+// .tflite); their output names differ, the manifest says which is which.
+function createDetector(graphs, manifest, backend, {variant, maxHands}) {
+  if (state.runtime === 'mediapipe') return createMediaPipeDetector({variant, maxHands});
+  const names = outputNames(manifest, isLiteRtBackend(backend));
+  return new HandPipeline({palm: modelRunner(graphs[0], names.detector), landmark: modelRunner(graphs[1], names.landmark),
+                           manifest, maxHands});
 }
 
-// One pass on a blank frame (palm detector) and one on the landmark graph, which a frame
-// without a palm never reaches: both compiled / allocated before the first real frame.
+// One pass of each model before the first real frame (MediaPipe's runtime: one blank frame).
 async function warmDetector(detector) {
+  if (detector.warmUp) return detector.warmUp();
   const started = performance.now();
   const blank = document.createElement('canvas');
   blank.width = 256;
   blank.height = 256;
   blank.getContext('2d').fillRect(0, 0, 256, 256);
   await detector.estimateHands(blank, {staticImageMode: true, flipHorizontal: false});
-  if (detector.landmarkModel) await warmUp(detector.landmarkModel);
-  if (detector.reset) detector.reset();
+  detector.reset();
   return performance.now() - started;
 }
 
@@ -148,12 +131,11 @@ async function openSelectedModel() {
     return;
   }
   state.opened = await openLibraryModel(modelId, state.probed, override, panel, {
-    parts: [`detector_${s.variant}`, `landmark_${s.variant}`],
-    create: (urls) => createDetector(urls, s),
+    parts: state.runtime === 'mediapipe' ? null : [`detector_${s.variant}`, `landmark_${s.variant}`],
+    create: (graphs, manifest, backend) => createDetector(graphs, manifest, backend, s),
     warm: warmDetector,
     key: `${modelId}.${state.runtime}.${s.variant}`,
   });
-  applyDetectionThreshold(state.opened.model);
   state.opened.variant = s.variant;
   state.opened.maxHands = s.maxHands;
   const what = state.runtime === 'mediapipe' ? 'MediaPipe runtime (WASM + WebGL), ' : '';
@@ -243,10 +225,11 @@ async function processFrame(frame, {mirrored, live, file, source}) {
     found = answer.hands.map((h) => ({handedness: h.model_handedness, score: h.score,
                                       keypoints: h.keypoints.map(([x, y]) => ({x, y}))}));
     if (!live) serverGestures = answer.hands.map((h) => h.gesture);
-  } else {
+  } else if (state.runtime === 'mediapipe') {
     // MediaPipe's own runtime decides static vs tracking by the input's type: give it the video.
-    const input = state.runtime === 'mediapipe' && live ? source : frame.canvas;
-    found = await detector.estimateHands(input, {staticImageMode: !live, flipHorizontal: false});
+    found = await detector.estimateHands(live ? source : frame.canvas, {staticImageMode: !live, flipHorizontal: false});
+  } else {
+    found = await detector.estimateHands(frame.canvas, {staticImageMode: !live, detectionScore: settings().score});
   }
   const t2 = performance.now();
   const world = (h) => (h.keypoints3D ? h.keypoints3D.map((k) => [k.x, k.y, k.z]) : null);
@@ -271,7 +254,6 @@ async function processFrame(frame, {mirrored, live, file, source}) {
   const list = $('results');
   list.dataset.totalMs = (performance.now() - t0).toFixed(2);
   list.dataset.timing = JSON.stringify(Object.fromEntries(Object.entries(timing).map(([k, v]) => [k, +v.toFixed(2)])));
-  state.lastResult = result;
   return result;
 }
 
@@ -298,7 +280,6 @@ async function main() {
   });
   $('score').addEventListener('input', () => {
     $('score-value').textContent = $('score').value;
-    if (state.opened && state.opened.model) applyDetectionThreshold(state.opened.model);
     if (frames.kind === 'image') frames.runImage();
   });
   // One open at a time (each switches the global TF.js backend); a failure is reported.

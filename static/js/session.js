@@ -1,7 +1,7 @@
 // Opening a model on a page: manifest, backend choice (timed or remembered), graph load
 // with byte progress, warm-up; and the status panel that reports each step.
 import {chooseBackend, fetchManifest, graphUrl, hasFastBackend, isLiteRtBackend, loadModel, rememberBackend, showBackend,
-        tfliteArtifact, timeModel, trackModelLoads, urlOverride, useBackend, warmUp} from './runtime.js';
+        tfliteArtifact, timeModel, urlOverride, useBackend, warmUp} from './runtime.js';
 import {loadTflite} from './litert.js';
 import {SERVER} from './server-backend.js';
 
@@ -94,29 +94,44 @@ export async function openModel(modelId, probed, override, panel, part = 'model'
   return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
 }
 
-// The same steps for a model that a library loads from several graphs itself
-// (hand-pose-detection): `parts` are manifest.tfjs keys; create(urls, manifest) builds the
-// library's object on the current backend (it must expose dispose()); warm(object) runs it
-// once and returns ms. `key` names the backend memory (default: the model id).
-// -> {manifest, model, backend, reason, timings, loadMs, warmMs}
-export async function openLibraryModel(modelId, allProbed, override, panel, {parts, create, warm, key}) {
-  // The library runs TF.js graphs only.
-  const probed = allProbed.filter((p) => !isLiteRtBackend(p.name));
+// The same steps for a model made of several graphs (handpose: palm detector + landmarks).
+// `parts` are manifest part keys, each loaded for the backend (its TF.js graph, or its
+// .tflite on LiteRT.js) under one byte-progress bar; create(graphs, manifest, backend) builds
+// the page's object from them (it must expose dispose(), which frees the graphs); warm(object)
+// runs it once and returns ms. Without `parts`, create(null, manifest, backend) loads what it
+// needs itself (MediaPipe's own runtime) and LiteRT is not offered. `key` names the backend
+// memory (default: the model id).
+// -> {manifest, model, backend, reason, timings, loadMs, warmMs, fallback?}
+export async function openLibraryModel(modelId, allProbed, override, panel, options) {
+  const {parts, create, warm, key} = options;
+  const probed = parts ? allProbed : allProbed.filter((p) => !isLiteRtBackend(p.name));
   panel.status('Reading the model manifest…', 'loading');
   const manifest = await fetchManifest(modelId);
-  const urls = parts.map((part) => graphUrl(manifest, part));
-  const bytes = parts.map((part) => (manifest.tfjs_bytes || {})[part] || 1);
-  const load = async () => {
-    const untrack = trackModelLoads(urls, (f) => panel.progress(f), bytes);
+  const load = async (backend) => {
+    if (!parts) return create(null, manifest, backend);
+    const litert = isLiteRtBackend(backend);
+    const sizes = parts.map((part) => (litert ? (tfliteArtifact(manifest, part) || {}).bytes
+      : (manifest.tfjs_bytes || {})[part]) || 1);
+    const total = sizes.reduce((a, b) => a + b, 0);
+    const done = parts.map(() => 0);
+    const progress = (i) => (fraction) => {
+      done[i] = fraction * sizes[i];
+      panel.progress(done.reduce((a, b) => a + b, 0) / total);
+    };
+    const loads = await Promise.allSettled(parts.map((part, i) => loadFor(backend, manifest, part, progress(i))));
+    const graphs = loads.filter((r) => r.status === 'fulfilled').map((r) => r.value);
     try {
-      return await create(urls, manifest);
-    } finally {
-      untrack();
+      const failed = loads.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+      return await create(graphs, manifest, backend);
+    } catch (err) {
+      graphs.forEach((g) => g.dispose());
+      throw err;
     }
   };
   const choice = await chooseBackend(key || modelId, probed, async (name) => {
     panel.status(`Timing ${name}…`);
-    const model = await load();
+    const model = await load(name);
     try {
       await warm(model);
       const times = [await warm(model), await warm(model)].sort((a, b) => a - b);
@@ -125,13 +140,26 @@ export async function openLibraryModel(modelId, allProbed, override, panel, {par
       model.dispose();
     }
   }, override);
-  await useBackend(choice.backend);
-  panel.status(`Loading on ${choice.backend}…`);
-  const started = performance.now();
-  const model = await load();
-  const loadMs = performance.now() - started;
-  panel.status('Warming up…');
-  const warmMs = await warm(model);
+  let model;
+  let loadMs;
+  let warmMs;
+  try {
+    await useBackend(choice.backend);
+    panel.status(`Loading on ${choice.backend}…`);
+    const started = performance.now();
+    model = await load(choice.backend);
+    loadMs = performance.now() - started;
+    panel.status('Warming up…');
+    warmMs = await warm(model);
+  } catch (err) {
+    if (model) model.dispose();
+    if (!isLiteRtBackend(choice.backend)) throw err;
+    // LiteRT.js could not run these models here: fall back to the TF.js backends.
+    markFailed(probed, choice.backend, err);
+    if (choice.reason === 'remembered' || choice.reason === 'fastest') rememberBackend(key || modelId, null);
+    const opened = await openLibraryModel(modelId, allProbed, null, panel, options);
+    return {...opened, fallback: `${choice.backend} failed (${err.message}), so TF.js runs it.`};
+  }
   panel.progress(1);
   return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
 }
