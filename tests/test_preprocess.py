@@ -53,3 +53,75 @@ def test_stretch_transform_inverse():
 def test_unknown_resize_is_rejected():
     with pytest.raises(ValueError):
         prepare(np.zeros((4, 4, 3), np.uint8), {"shape": [1, 4, 4, 3], "resize": "squash"})
+
+
+# ---------------------------------------------------------------------------- bounded work, fast path
+
+def old_resize_then_crop(image, spec):
+    """The centre crop as it was: resize the whole image to new_h x new_w, then cut."""
+    from server.preprocess import center_crop_geometry
+
+    _, dst_h, dst_w, _ = spec["shape"]
+    new_w, new_h, left, top = center_crop_geometry(image.shape[1], image.shape[0], dst_w, dst_h,
+                                                   spec.get("crop_fraction", 1.0))
+    return resize_bilinear(image, new_h, new_w)[top:top + dst_h, left:left + dst_w]
+
+
+@pytest.mark.parametrize("shape", [(1080, 810), (37, 53), (1, 40), (40, 1), (3, 2), (224, 224), (256, 300), (1, 1)])
+@pytest.mark.parametrize("crop_fraction", [0.875, 1.0])
+def test_center_crop_window_equals_resize_then_crop(shape, crop_fraction):
+    rng = np.random.default_rng(shape[0] * 1000 + shape[1])
+    image = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+    spec = {"shape": [1, 224, 224, 3], "resize": "center-crop", "crop_fraction": crop_fraction}
+    x, _ = prepare(image, spec)
+    assert np.array_equal(x[0], old_resize_then_crop(image, spec))  # bit for bit
+
+
+def test_opencv_fast_resize_matches_the_exact_one():
+    from server.preprocess import FAST_RESIZE_MAX_PIXELS, resize_fast
+
+    rng = np.random.default_rng(7)
+    worst = 0.0
+    for _ in range(100):
+        in_h, in_w, out_h, out_w = (int(v) for v in rng.integers(1, 300, 4))
+        image = rng.integers(0, 256, (in_h, in_w, 3), dtype=np.uint8)
+        worst = max(worst, float(np.abs(resize_fast(image, out_h, out_w) - resize_bilinear(image, out_h, out_w)).max()))
+    assert worst < 0.02  # on 0..255: < 1e-4 after the usual / 255
+    from tests.api_helpers import decoded, photo_bytes
+
+    for name in ("bus.jpg", "zidane.jpg"):
+        image = decoded(photo_bytes(name))
+        for size in ((640, 480), (360, 640), (224, 224), (1500, 1200)):
+            diff = np.abs(resize_fast(image, *size) - resize_bilinear(image, *size)).max()
+            assert diff < 1e-3, (name, size, diff)
+    big = np.zeros((FAST_RESIZE_MAX_PIXELS // 1000 + 1, 1000, 3), np.uint8)  # past the budget: exact path
+    assert np.array_equal(resize_fast(big, 64, 48), resize_bilinear(big, 64, 48))
+
+
+SPECS = {
+    "center-crop": {"shape": [1, 224, 224, 3], "resize": "center-crop", "crop_fraction": 0.875, "scale": 1 / 255},
+    "letterbox": {"shape": [1, 640, 640, 3], "resize": "letterbox", "pad_value": 114, "scale": 1 / 255},
+    "stretch": {"shape": [1, 192, 192, 3], "resize": "stretch", "scale": 1 / 255},
+}
+
+
+@pytest.mark.parametrize("shape", [(1, 600), (1, 16384), (16384, 1), (1, 200_000)])
+@pytest.mark.parametrize("resize", list(SPECS))
+def test_work_follows_the_model_input_not_the_resized_image(shape, resize):
+    """The issue's 600x1 took 1.6 GB in the centre crop (a 134400x224 float32 resize first).
+    Now the memory a prepare allocates is a few model inputs, whatever the aspect ratio."""
+    import tracemalloc
+
+    image = np.full((*shape, 3), 200, np.uint8)
+    spec = SPECS[resize]
+    _, h, w, _ = spec["shape"]
+    tracemalloc.start()
+    try:
+        x, transform = prepare(image, spec)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert x.shape == (1, h, w, 3) and np.isfinite(x).all()
+    assert peak < 8 * h * w * 3 * 4 + image.nbytes, peak  # a few float32 model inputs
+    if resize != "letterbox":
+        assert np.allclose(x, 200 / 255, atol=1e-6)

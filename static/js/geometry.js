@@ -1,5 +1,7 @@
 // The manifest's input contract in TF.js — the same arithmetic as server/preprocess.py
 // (bilinear with half-pixel centres, no antialiasing; Math.round; integer offsets).
+// Work follows the model input, not the resized image: the centre crop computes only the
+// pixels inside the crop (a 600x1 image would otherwise be resized to 134400x224 first).
 const tf = globalThis.tf;
 
 export function letterboxGeometry(srcW, srcH, dstW, dstH) {
@@ -33,6 +35,44 @@ export function sourceSize(source) {
   };
 }
 
+// Source neighbours (lo, hi) and weight of hi for output indices start..start+count-1 of a
+// half-pixel resize of one axis from inSize to outSize (= preprocess.py bilinear_axis:
+// float64 positions, float32 weights).
+export function bilinearAxis(outSize, inSize, start, count) {
+  const lo = new Int32Array(count);
+  const hi = new Int32Array(count);
+  const frac = new Float32Array(count);
+  const ratio = inSize / outSize;
+  for (let i = 0; i < count; i++) {
+    const pos = Math.max(0, (start + i + 0.5) * ratio - 0.5);
+    lo[i] = Math.min(Math.floor(pos), inSize - 1);
+    hi[i] = Math.min(lo[i] + 1, inSize - 1);
+    frac[i] = pos - lo[i];
+  }
+  return {lo, hi, frac};
+}
+
+// The rows x cols window at (top, left) of an [h, w] bilinear resize of pixels ([H, W, 3], any
+// dtype) -> float32 [rows, cols, 3], gathering only the neighbours the window needs; the
+// float32 operations of preprocess.py resize_bilinear(window=...), in the same order.
+export function resizeWindow(pixels, h, w, top, left, rows, cols) {
+  const [inH, inW] = pixels.shape;
+  return tf.tidy(() => {
+    const ys = bilinearAxis(h, inH, top, rows);
+    const xs = bilinearAxis(w, inW, left, cols);
+    const x0 = tf.tensor1d(xs.lo, 'int32');
+    const x1 = tf.tensor1d(xs.hi, 'int32');
+    const wx1 = tf.tensor3d(xs.frac, [1, cols, 1]);
+    const wx0 = tf.sub(1, wx1);
+    const lerpX = (ysIdx) => {
+      const lines = tf.gather(pixels, tf.tensor1d(ysIdx, 'int32'), 0);
+      return tf.gather(lines, x0, 1).toFloat().mul(wx0).add(tf.gather(lines, x1, 1).toFloat().mul(wx1));
+    };
+    const wy1 = tf.tensor3d(ys.frac, [rows, 1, 1]);
+    return lerpX(ys.lo).mul(tf.sub(1, wy1)).add(lerpX(ys.hi).mul(wy1));
+  });
+}
+
 // source (video, image, canvas, ImageBitmap or an int32/float [h,w,3] tensor) ->
 // {input: [1,H,W,3] float32 tensor, transform, width, height}. The caller disposes input.
 export function prepareInput(source, spec) {
@@ -42,11 +82,13 @@ export function prepareInput(source, spec) {
   const resize = spec.resize || 'stretch';
   let transform;
   const input = tf.tidy(() => {
-    const pixels = (isTensor ? source : tf.browser.fromPixels(source)).toFloat();
+    const raw = isTensor ? source : tf.browser.fromPixels(source);
     let x;
     // Same-size resizes and identity normalisation are skipped: each op is a full pass.
-    const resizeTo = (h, w) => (h === height && w === width ? pixels
-                                : tf.image.resizeBilinear(pixels, [h, w], false, true));
+    const resizeTo = (h, w) => {
+      const pixels = raw.toFloat();
+      return h === height && w === width ? pixels : tf.image.resizeBilinear(pixels, [h, w], false, true);
+    };
     if (resize === 'letterbox') {
       const g = letterboxGeometry(width, height, dstW, dstH);
       x = tf.pad(resizeTo(g.newH, g.newW), [[g.top, dstH - g.newH - g.top], [g.left, dstW - g.newW - g.left], [0, 0]],
@@ -54,7 +96,8 @@ export function prepareInput(source, spec) {
       transform = makeTransform(g.newW / width, g.newH / height, g.left, g.top);
     } else if (resize === 'center-crop') {
       const g = centerCropGeometry(width, height, dstW, dstH, spec.crop_fraction || 1);
-      x = tf.slice(resizeTo(g.newH, g.newW), [g.top, g.left, 0], [dstH, dstW, 3]);
+      // Crop first: only the dstH x dstW window of the newH x newW resize is computed.
+      x = resizeWindow(raw, g.newH, g.newW, g.top, g.left, dstH, dstW);
       transform = makeTransform(g.newW / width, g.newH / height, -g.left, -g.top);
     } else if (resize === 'stretch') {
       x = resizeTo(dstH, dstW);

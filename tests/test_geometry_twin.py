@@ -1,0 +1,78 @@
+"""static/js/geometry.js prepareInput (TF.js, Node, CPU backend) against server/preprocess.py
+prepare on the same pixels: the same model input and the same transform, for each resize
+mode, normal photos and the degenerate strips (600x1, 1x600) whose centre crop used to be
+resized at full scale first."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from server.preprocess import prepare
+from tests.conftest import ROOT
+
+RUNNER = """
+import {createRequire} from 'node:module';
+const require = createRequire(%s);
+const tf = require('@tensorflow/tfjs');
+globalThis.tf = tf;
+await tf.setBackend('cpu');
+const {prepareInput} = await import(%s);
+let text = '';
+process.stdin.on('data', (d) => { text += d; });
+process.stdin.on('end', () => {
+  const out = [];
+  for (const c of JSON.parse(text)) {
+    const pixels = tf.tensor3d(c.pixels, c.shape, 'int32');
+    const before = tf.memory().numTensors;
+    const {input, transform} = prepareInput(pixels, c.spec);
+    out.push({shape: input.shape, values: Array.from(input.dataSync()),
+              transform: [transform.scaleX, transform.scaleY, transform.offsetX, transform.offsetY],
+              leaked: tf.memory().numTensors - before - 1});
+    input.dispose();
+    pixels.dispose();
+  }
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+SPECS = [
+    {"shape": [1, 224, 224, 3], "resize": "center-crop", "crop_fraction": 0.875,
+     "mean": [127.0, 127.0, 127.0], "std": [128.0, 128.0, 128.0]},
+    {"shape": [1, 32, 24, 3], "resize": "center-crop", "crop_fraction": 1.0, "scale": 1 / 255},
+    {"shape": [1, 64, 64, 3], "resize": "letterbox", "pad_value": 114, "scale": 1 / 255},
+    {"shape": [1, 48, 40, 3], "resize": "stretch", "scale": 1 / 255, "mean": [0.0, 0.5, 0.0],
+     "std": [1.0, 1.0, 0.25]},
+]
+SHAPES = [(37, 53), (120, 90), (1, 600), (600, 1), (3, 2), (24, 32)]
+
+
+def test_prepare_input_is_prepare():
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    rng = np.random.default_rng(11)
+    images = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for shape in SHAPES]
+    cases = [{"pixels": img.ravel().tolist(), "shape": list(img.shape), "spec": spec}
+             for img in images for spec in SPECS]
+    script = RUNNER % (json.dumps(str(ROOT) + "/"), json.dumps((ROOT / "static" / "js" / "geometry.js").as_uri()))
+    proc = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True,
+                          input=json.dumps(cases), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = iter(json.loads(proc.stdout))
+    for img in images:
+        for spec in SPECS:
+            got = next(results)
+            want, transform = prepare(img, spec)
+            assert got["shape"] == list(want.shape)
+            values = np.asarray(got["values"], np.float32).reshape(want.shape)
+            # Centre crop: the same float32 operations in the same order (bit for bit on TF.js's
+            # CPU backend); letterbox/stretch: tf.image.resizeBilinear vs OpenCV, both float32.
+            tolerance = 0 if spec["resize"] == "center-crop" else 1e-5
+            assert np.abs(values - want).max() <= tolerance, (img.shape, spec["resize"])
+            assert np.allclose(got["transform"], [transform.scale_x, transform.scale_y,
+                                                  transform.offset_x, transform.offset_y], rtol=1e-12, atol=0)
+            assert got["leaked"] == 0
