@@ -42,6 +42,7 @@ class LocalCluster:
     cpus_per_node: int = 2          # logical CPUs Ray schedules replicas on, per node
     object_store_mb: int = 300      # per node: requests carry decoded images only
     models_dir: str | None = None   # DATARAILROAD_MODELS of every node (default: ./models)
+    env: dict = field(default_factory=dict)  # more environment for every node (DATARAILROAD_*)
     started: list[str] = field(default_factory=list)
 
     @property
@@ -77,7 +78,7 @@ class LocalCluster:
         return cmd + [f"--address=127.0.0.1:{self.ray_port}"]
 
     def node_env(self) -> dict:
-        env = dict(os.environ)
+        env = {**os.environ, **self.env}
         env[MARKER] = str(self.state_dir)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env["RAY_USAGE_STATS_ENABLED"] = "0"

@@ -1,0 +1,209 @@
+"""The app on a local 2-node Ray Serve cluster (server/cluster): the same pages, answers and
+4xx errors as the Flask app, model replicas on both nodes (Ray's state API), and a replica
+killed mid-load costs at most the requests it held before Serve brings it back.
+
+One cluster for the module (about 30 s to start); ports 8431 (HTTP), 6392-6393 (GCS,
+dashboard), 10400-10599 (nodes)."""
+from __future__ import annotations
+
+import io
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("ray.serve")
+requests = pytest.importorskip("requests")
+
+from server import create_app  # noqa: E402
+from tests.api_helpers import api_models, need, photo_bytes, png_bomb  # noqa: E402,F401
+
+HTTP_PORT, RAY_PORT, NODE_PORTS = 8431, 6392, 10400
+UPLOAD_LIMIT = 2 * 1024 * 1024  # both apps: a smaller limit keeps the 413 case light
+PHOTOS = ("bus.jpg", "zidane.jpg")
+DETECT_MAX_ONGOING = 4  # serve.yaml: requests one detect replica holds at most
+
+
+@pytest.fixture(scope="module")
+def models_folder(api_models):
+    return next(iter(api_models.values())).parent
+
+
+@pytest.fixture(scope="module")
+def cluster(models_folder):
+    from server.cluster.local import LocalCluster, down
+
+    down(RAY_PORT)  # leftovers of an interrupted run
+    c = LocalCluster(nodes=2, http_port=HTTP_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
+                     models_dir=str(models_folder), env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)})
+    c.up()
+    yield c
+    down(RAY_PORT)
+
+
+@pytest.fixture(scope="module")
+def flask_client(models_folder):
+    return create_app({"MODELS_DIR": models_folder, "TESTING": True, "MAX_CONTENT_LENGTH": UPLOAD_LIMIT}).test_client()
+
+
+def without_timing(body):
+    if isinstance(body, dict):
+        return {k: without_timing(v) for k, v in body.items() if k != "timing_ms"}
+    return body
+
+
+def cluster_post(cluster, path, **kwargs):
+    return requests.post(f"{cluster.url}{path.lstrip('/')}", timeout=60, **kwargs)
+
+
+def flask_post(client, path, data=None, files=None, headers=None, params=None):
+    """The same request on Flask's test client (multipart as requests would build it)."""
+    if files or (data is not None and isinstance(data, dict)):
+        prepared = requests.Request("POST", "http://x" + path, data=data, files=files, params=params).prepare()
+        return client.post(prepared.path_url, data=prepared.body, headers=dict(prepared.headers))
+    query = requests.Request("GET", "http://x" + path, params=params).prepare().path_url
+    return client.post(query, data=data, headers=headers or {})
+
+
+def assert_same(cluster_response, flask_response):
+    assert cluster_response.status_code == flask_response.status_code, cluster_response.text[:300]
+    assert cluster_response.headers["Content-Type"] == flask_response.headers["Content-Type"]
+    if flask_response.mimetype == "application/json":
+        assert without_timing(cluster_response.json()) == without_timing(flask_response.get_json())
+    else:
+        assert cluster_response.content == flask_response.get_data()
+
+
+# ---------------------------------------------------------------------------- same answers
+
+def api_cases(api_models):
+    cases = [("classify", {"top_k": "3"}), ("hands", {}), ("hands", {"detect_score": "0.3", "variant": "lite"})]
+    if "yolov5n" in api_models:
+        cases += [("detect", {}), ("detect", {"score": "0.5", "max_det": "3"})]
+    return cases
+
+
+@pytest.mark.parametrize("photo", PHOTOS)
+def test_photos_answer_as_the_flask_api(cluster, flask_client, api_models, photo):
+    data = photo_bytes(photo)
+    for endpoint, params in api_cases(api_models):
+        path = f"/api/v1/{endpoint}"
+        raw = cluster_post(cluster, path, data=data, params=params, headers={"Content-Type": "image/jpeg"})
+        assert_same(raw, flask_post(flask_client, path, data=data, params=params,
+                                    headers={"Content-Type": "image/jpeg"}))
+        assert raw.status_code == 200
+        multipart = cluster_post(cluster, path, data=params, files={"image": (photo, data, "image/jpeg")})
+        assert_same(multipart, flask_post(flask_client, path, data=params,
+                                          files={"image": (photo, data, "image/jpeg")}))
+        assert without_timing(multipart.json()) == without_timing(raw.json())
+
+
+def test_pages_files_and_documents_as_the_flask_app(cluster, flask_client, api_models):
+    model = next(iter(api_models))
+    paths = ["/", "/detect", "/classify", "/hands", "/healthz", "/readyz", "/api/v1/models",
+             "/api/v1/openapi.json", f"/models/{model}/manifest.json", "/static/js/detector.js",
+             "/no-such-page", "/models/no-such-model/manifest.json"]
+    for path in paths:
+        got = requests.get(f"{cluster.url}{path.lstrip('/')}", timeout=30, headers={"Accept": "text/html"})
+        want = flask_client.get(path, headers={"Accept": "text/html"})
+        assert got.status_code == want.status_code, path
+        assert got.headers["Content-Type"] == want.headers["Content-Type"], path
+        assert got.content == want.get_data(), path
+        for name in ("Content-Security-Policy", "Cross-Origin-Embedder-Policy", "X-Content-Type-Options"):
+            assert got.headers.get(name) == want.headers.get(name), (path, name)
+
+
+def test_bad_input_keeps_the_flask_api_errors(cluster, flask_client):
+    bus = photo_bytes("bus.jpg")
+    jpeg = {"Content-Type": "image/jpeg"}
+    cases = [  # (path, data, headers, params)
+        ("/api/v1/classify", b"", jpeg, None),
+        ("/api/v1/classify", b"not an image at all", jpeg, None),
+        ("/api/v1/classify", bus[: len(bus) // 3], jpeg, None),
+        ("/api/v1/classify", bus, {"Content-Type": "text/plain"}, None),
+        ("/api/v1/classify", bus, jpeg, {"top_k": "0"}),
+        ("/api/v1/classify", bus, jpeg, {"model": "no-such-model"}),
+        ("/api/v1/classify", bus, jpeg, {"model": "handpose"}),
+        ("/api/v1/hands", bus, jpeg, {"variant": "huge"}),
+        ("/api/v1/detect", bus, jpeg, {"score": "2"}),
+        ("/api/v1/classify", png_bomb(), {"Content-Type": "image/png"}, None),
+        ("/api/v1/classify", b"\xff" * (UPLOAD_LIMIT + 1), jpeg, None),
+    ]
+    for path, data, headers, params in cases:
+        got = cluster_post(cluster, path, data=data, headers=headers, params=params)
+        want = flask_post(flask_client, path, data=data, headers=headers, params=params)
+        assert 400 <= want.status_code < 500, (path, params, want.status_code)
+        assert_same(got, want)
+    # Over the limit without a Content-Length (chunked): 413 as well, and the next request works.
+    chunked = cluster_post(cluster, "/api/v1/classify", data=iter([b"\xff" * 65536] * 40), headers=jpeg)
+    assert chunked.status_code == 413 and chunked.json()["error"]["code"] == "payload_too_large"
+    assert requests.get(f"{cluster.url}api/v1/detect", timeout=30).status_code == 405
+    assert cluster_post(cluster, "/api/v1/classify", data=bus, headers=jpeg).status_code == 200
+
+
+# ---------------------------------------------------------------------------- placement and failover
+
+def replicas(cluster, deployment: str):
+    from ray.util.state import list_actors
+
+    actors = list_actors(address=cluster.dashboard, filters=[("state", "=", "ALIVE")], raise_on_missing_output=False)
+    return [a for a in actors if a.class_name == f"ServeReplica:datarailroad:{deployment}"]
+
+
+def test_model_replicas_run_on_both_nodes(cluster):
+    from ray.util.state import list_nodes
+
+    nodes = {n.node_id for n in list_nodes(address=cluster.dashboard, filters=[("state", "=", "ALIVE")])}
+    assert len(nodes) == 2
+    detect = replicas(cluster, "detect")
+    assert len(detect) == 2  # serve.yaml: min_replicas 2
+    assert {a.node_id for a in detect} == nodes
+    models = [a for task in ("detect", "classify", "handpose") for a in replicas(cluster, task)]
+    assert {a.node_id for a in models} == nodes
+
+
+def test_killed_replica_loses_only_its_requests_and_comes_back(cluster, api_models):
+    need(api_models, "yolov5n")
+    data = photo_bytes("bus.jpg")
+    results: list[tuple[float, int, dict | None]] = []
+    stop = threading.Event()
+
+    def client():
+        with requests.Session() as session:
+            while not stop.is_set():
+                r = session.post(f"{cluster.url}api/v1/detect", data=data, headers={"Content-Type": "image/jpeg"},
+                                 timeout=120)
+                body = r.json() if r.headers.get("Content-Type") == "application/json" else None
+                results.append((time.monotonic(), r.status_code, body))
+
+    before = replicas(cluster, "detect")
+    victim = next((a for a in before if a.node_id != before[0].node_id), before[-1])
+    threads = [threading.Thread(target=client) for _ in range(6)]  # more than one replica holds
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(4)
+        killed_at = time.monotonic()
+        os.kill(victim.pid, signal.SIGKILL)
+        back = None
+        deadline = killed_at + 90
+        while time.monotonic() < deadline:
+            now = replicas(cluster, "detect")
+            if len(now) == 2 and victim.pid not in {a.pid for a in now}:
+                back = time.monotonic()
+                break
+            time.sleep(1)
+        assert back is not None, "Serve did not bring the killed replica back"
+        time.sleep(3)  # load on the restored deployment
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    failed = [(s, b) for _, s, b in results if s != 200]
+    assert len(failed) <= DETECT_MAX_ONGOING, failed
+    for status, body in failed:  # those the replica held: a JSON 503 the client may retry
+        assert status == 503 and body["error"]["code"] == "unavailable", (status, body)
+    assert sum(1 for t, s, _ in results if t < killed_at and s == 200) > 0
+    assert sum(1 for t, s, _ in results if t > back and s == 200) > 0
