@@ -1,0 +1,80 @@
+"""The slim runtime (requirements-serve.txt, `make serve-install` -> .venv-serve) runs the
+server on built models without any converter dependency.
+
+Time: `make serve-install` reuses .venv-serve while requirements-serve.txt is unchanged
+(make's timestamp rule), so only the first run pays for the venv: about 70 s here from
+pip's cache (Ray's wheel is most of it), then a few seconds. Not marked slow for that."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from server import create_app
+from tests.api_helpers import api_models, need, photo_bytes  # noqa: F401
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV = ROOT / ".venv-serve"
+PORT = 8432
+CONVERTER_DEPENDENCIES = ("torch", "torchvision", "tensorflow", "tf_keras", "keras", "tensorflowjs", "jax",
+                          "jaxlib", "flax", "ultralytics", "mediapipe", "onnx", "onnxruntime", "onnx2tf")
+
+
+@pytest.fixture(scope="module")
+def serve_venv() -> Path:
+    subprocess.run(["make", "serve-install"], cwd=ROOT, check=True, timeout=900)
+    return VENV
+
+
+def without_timing(body: dict) -> dict:
+    return {k: v for k, v in body.items() if k != "timing_ms"}
+
+
+def test_serve_venv_has_no_converter_dependency(serve_venv):
+    script = ("import importlib.util, sys; names = sys.argv[1:]; "
+              "print(' '.join(n for n in names if importlib.util.find_spec(n)))")
+    found = subprocess.run([serve_venv / "bin/python", "-c", script, *CONVERTER_DEPENDENCIES], check=True,
+                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]}).stdout.split()
+    assert found == []
+    # and what the server itself imports is there
+    subprocess.run([serve_venv / "bin/python", "-c", "import server, server.api, server.inference, "
+                    "server.images, server.preprocess, ai_edge_litert.interpreter, gunicorn, ray.serve, a2wsgi"],
+                   cwd=ROOT, check=True, env={"PATH": os.environ["PATH"]}, timeout=120)
+
+
+def test_gunicorn_from_serve_venv_serves_the_three_tasks(serve_venv, api_models):
+    import requests
+
+    need(api_models, "yolov5n")
+    folder = next(iter(api_models.values())).parent
+    env = {"PATH": os.environ["PATH"], "DATARAILROAD_MODELS": str(folder), "DATARAILROAD_PORT": str(PORT),
+           "WEB_CONCURRENCY": "1"}  # no PYTHONPATH: nothing from the full venv can leak in
+    server = subprocess.Popen([serve_venv / "bin/gunicorn", "-c", "gunicorn.conf.py", "server:create_app()"],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{PORT}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if requests.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, server.stderr.read().decode()[-2000:]
+            time.sleep(0.5)
+        reference = create_app({"MODELS_DIR": folder, "TESTING": True}).test_client()
+        data = photo_bytes("zidane.jpg")
+        for endpoint in ("detect", "classify", "hands"):
+            got = requests.post(f"{url}/api/v1/{endpoint}", data=data, headers={"Content-Type": "image/jpeg"},
+                                timeout=60)
+            want = reference.post(f"/api/v1/{endpoint}", data=data, content_type="image/jpeg")
+            assert got.status_code == want.status_code == 200, got.text[:300]
+            assert without_timing(got.json()) == without_timing(want.get_json())
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
