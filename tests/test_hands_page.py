@@ -347,3 +347,104 @@ def test_server_backend_gives_the_same_hands_as_the_browser(browser, base_url, f
         gap = np.abs(np.subtract(ours[0]["keypoints"], theirs[0]["keypoints"])).max()
         figures[f"{name}:server-vs-wasm:max_px"] = float(gap)
         assert gap <= 1.0, gap
+
+
+# ---------------------------------------------------------------- LiteRT.js (litert-wasm)
+# The same pipeline (static/js/handpipeline.js) runs the palm and landmark .tflite files on
+# LiteRT.js; TF.js (on WASM) only does the crops around them.
+
+# LiteRT's own counts (live tensors and compiled models this page made) and the WASM heap
+# they sit in, with TF.js's tensor count, recorded after every frame.
+RECORD_LITERT = """async () => {
+  const {liteRtStats} = await import('/static/js/litert.js');
+  window.__litert = [];
+  const results = document.getElementById('results');
+  new MutationObserver(() => window.__litert.push({
+    frame: +results.dataset.frame, backend: document.body.dataset.backend, tfTensors: tf.memory().numTensors,
+    gestures: Array.from(results.children).map((li) => li.dataset.gesture), ...liteRtStats(),
+  })).observe(results, {attributes: true, attributeFilter: ['data-frame']});
+}"""
+
+
+def test_litert_gives_the_wasm_hands_on_every_photo(browser, base_url, image_page, figures):
+    """litert-wasm vs wasm through the image input: same hands, handedness and gestures, every
+    keypoint within 1 px (the page rounds them to 0.1 px)."""
+    wasm_page, _ = image_page
+    context, page, log = open_hands(browser, base_url, "backend=litert-wasm&camera=0&score=0.3")
+    assert page.get_attribute("body", "data-backend") == "litert-wasm"
+    assert "litert-wasm" in page.inner_text("#status-line")
+    assert page.evaluate("async () => (await import('/static/js/litert.js')).liteRtStats().models") == 2
+    found = {}
+    for name in [*PHOTOS, "zidane.jpg"]:
+        for backend, p in (("wasm", wasm_page), ("litert-wasm", page)):
+            upload(p, name)
+            found[backend, name] = page_hands(p)
+    context.close()
+    assert log.outside_requests == [] and log.console_errors == [] and log.failed_requests == []
+    for name in [*PHOTOS, "zidane.jpg"]:
+        ours, theirs = found["litert-wasm", name], found["wasm", name]
+        assert len(ours) == len(theirs) == 1, name
+        gap = float(np.abs(np.subtract(ours[0]["keypoints"], theirs[0]["keypoints"])).max())
+        figures[f"{name}:litert-vs-wasm:max_px"] = gap
+        assert gap <= 1.0, (name, gap)
+        assert ours[0]["gesture"] == theirs[0]["gesture"] == PHOTOS.get(name, "none"), name
+        assert ours[0]["handedness"] == theirs[0]["handedness"], name
+        assert abs(ours[0]["score"] - theirs[0]["score"]) <= 1e-3, name
+
+
+LITERT_LIVE_FRAMES = 300
+
+
+def test_litert_live_memory_flat_and_across_a_backend_switch(pw, base_url, cameras, figures):
+    """The fake camera (up_3.jpg) on litert-wasm: thumbs up every frame; LiteRT's live tensor
+    count back to 0 after every frame, its two compiled models, a WASM heap that stops growing,
+    and TF.js's tensor count flat, over LITERT_LIVE_FRAMES frames; then to wasm (LiteRT models
+    freed) and back (two models again, heap no larger)."""
+    browser = launch(pw, fake_camera_flags(cameras["up_3.jpg"]))
+    try:
+        context = browser.new_context()
+        page, log = open_page(context, f"{base_url}/hands?backend=litert-wasm")
+        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        page.evaluate(RECORD_LITERT)
+        start = frame(page)
+        wait_frames(page, start + LITERT_LIVE_FRAMES, timeout=600_000)
+        fps = float(page.get_attribute("#hud", "data-fps") or 0)
+        hands = page_hands(page)
+        shown = badge(page)
+        screenshot(page, "hands_litert_camera_up_3")
+        page.select_option("#backend-select", "wasm")
+        page.wait_for_function("() => document.body.dataset.backend === 'wasm'", timeout=300_000)
+        wait_frames(page, frame(page) + 10)
+        on_wasm = page.evaluate("async () => (await import('/static/js/litert.js')).liteRtStats()")
+        page.select_option("#backend-select", "litert-wasm")
+        page.wait_for_function("() => document.body.dataset.backend === 'litert-wasm'", timeout=300_000)
+        wait_frames(page, frame(page) + 30)
+        recorded = page.evaluate("() => window.__litert")
+        context.close()
+    finally:
+        browser.close()
+    assert log.outside_requests == [] and log.console_errors == [] and log.failed_requests == []
+    reference = mediapipe_on(read_y4m_rgb(cameras["up_3.jpg"]), "full", 0.3)
+    assert len(hands) == 1 == len(reference)
+    mean, worst = keypoint_error(hands[0], reference[0])
+    assert mean <= tolerance(reference[0]), (mean, worst)
+    assert hands[0]["handedness"] == SWAP[reference[0]["handedness"]]
+    assert_gesture_shown(hands[0], shown, "thumbs_up")
+
+    first = [r for r in recorded if r["backend"] == "litert-wasm" and r["frame"] <= start + LITERT_LIVE_FRAMES]
+    last = [r for r in recorded if r["backend"] == "litert-wasm" and r["frame"] > start + LITERT_LIVE_FRAMES + 10]
+    settled = [r for r in first if r["frame"] >= start + 10]
+    heap = [r["heapBytes"] for r in settled]
+    figures["litert:live"] = {"frames": len(first), "fps": fps, "tensors": sorted({r["tensors"] for r in first}),
+                              "models": sorted({r["models"] for r in first}), "heap_min": min(heap), "heap_max": max(heap),
+                              "tf_tensors": sorted({r["tfTensors"] for r in settled}), "on_wasm": on_wasm,
+                              "after_switch_back": last[-1] if last else None}
+    assert len(first) >= LITERT_LIVE_FRAMES - 5
+    assert all(r["gestures"] == ["thumbs_up"] for r in first if r["frame"] >= start + 4)
+    assert {r["tensors"] for r in first} == {0} and {r["models"] for r in first} == {2}
+    assert min(heap) == max(heap), f"LiteRT's WASM heap grows: {min(heap)}..{max(heap)}"
+    assert len({r["tfTensors"] for r in settled}) == 1, "TF.js tensors drift around the LiteRT models"
+    assert on_wasm["models"] == 0 and on_wasm["tensors"] == 0
+    assert len(last) >= 10
+    assert {r["tensors"] for r in last} == {0} and {r["models"] for r in last} == {2}
+    assert max(r["heapBytes"] for r in last) <= max(heap), "switching backends grew LiteRT's heap"
