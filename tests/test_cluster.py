@@ -38,7 +38,7 @@ def cluster(models_folder):
     down(RAY_PORT)  # leftovers of an interrupted run
     c = LocalCluster(nodes=2, http_port=HTTP_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
                      models_dir=str(models_folder), env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)})
-    c.up()
+    c.up({"detect": {"num_replicas": 2}})  # no autoscaling: the replica count is asserted below
     yield c
     down(RAY_PORT)
 
@@ -158,7 +158,7 @@ def test_model_replicas_run_on_both_nodes(cluster):
     nodes = {n.node_id for n in list_nodes(address=cluster.dashboard, filters=[("state", "=", "ALIVE")])}
     assert len(nodes) == 2
     detect = replicas(cluster, "detect")
-    assert len(detect) == 2  # serve.yaml: min_replicas 2
+    assert len(detect) == 2
     assert {a.node_id for a in detect} == nodes
     models = [a for task in ("detect", "classify", "handpose") for a in replicas(cluster, task)]
     assert {a.node_id for a in models} == nodes

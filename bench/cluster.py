@@ -1,0 +1,241 @@
+"""The app on a local Ray Serve cluster vs gunicorn, side by side in one run (YOLOv5n,
+POST /api/v1/detect with bus.jpg as a raw JPEG body; every interpreter runs 1 thread):
+
+1. latency at 1 client: gunicorn (`make run`'s server) vs Serve (HTTP proxy -> Flask ingress
+   -> detect replica), requests interleaved;
+2. throughput at 8 clients: 1 detect replica vs 2 (1 thread each, one per node);
+3. throughput at 8 clients, 2 replicas, with @serve.batch (max_batch_size 4) vs without (1);
+4. (--soak S) S seconds at 16 clients over detect / classify / hands: status codes (0 5xx
+   expected) and the RSS of every model replica, sampled every 10 s.
+
+Sections 2 and 3 alternate their two configurations over --rounds rounds (a redeploy between),
+so load from elsewhere on the machine hits both alike. On 2 cores the ceiling of 2 vs 1
+replica is about 2x (README "Scaling out": what a cluster of machines gives).
+
+usage: .venv/bin/python bench/cluster.py [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
+Ports: HTTP 8433 (Serve) and 8434 (gunicorn), Ray 6394-6395 and 10600-10799.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from server.cluster.local import LocalCluster, down  # noqa: E402
+
+SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
+JPEG = {"Content-Type": "image/jpeg"}
+
+
+def photo(name: str) -> bytes:
+    from converters.sources import photo_path
+
+    return Path(photo_path(name)).read_bytes()
+
+
+def post(conn: http.client.HTTPConnection, path: str, body: bytes) -> int:
+    conn.request("POST", path, body=body, headers=JPEG)
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def wait_http(port: int, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            conn.request("GET", "/healthz")
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError(f"nothing answers on port {port}")
+
+
+def latency_ms(port: int, body: bytes) -> float:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    t0 = time.perf_counter()
+    status = post(conn, "/api/v1/detect", body)
+    elapsed = (time.perf_counter() - t0) * 1e3
+    conn.close()
+    if status != 200:
+        raise RuntimeError(f"port {port}: HTTP {status}")
+    return elapsed
+
+
+def load(port: int, clients: int, seconds: float, requests: list[tuple[str, bytes]]) -> tuple[float, Counter]:
+    """``clients`` threads, each on its own keep-alive connection, cycling through
+    ``requests`` for ``seconds``: (completed requests per second, status counts)."""
+    statuses: Counter = Counter()
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def client(offset: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        i = offset
+        while time.monotonic() < stop:
+            path, body = requests[i % len(requests)]
+            try:
+                status = post(conn, path, body)
+            except (OSError, http.client.HTTPException):
+                status = "connection error"
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            with lock:
+                statuses[status] += 1
+            i += 1
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return statuses[200] / (time.monotonic() - started), statuses
+
+
+def replica_rss_mb(cluster: LocalCluster) -> dict[str, float]:
+    """{deployment#replica: RSS MB} of the live model replicas (Ray's state API for the pids)."""
+    from ray.util.state import list_actors
+
+    rss = {}
+    for actor in list_actors(address=cluster.dashboard, filters=[("state", "=", "ALIVE")],
+                             raise_on_missing_output=False):
+        if actor.class_name.startswith("ServeReplica:") and not actor.class_name.endswith(":Ingress"):
+            try:
+                status = Path(f"/proc/{actor.pid}/status").read_text()
+            except OSError:
+                continue
+            kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+            rss[f"{actor.class_name.split(':')[-1]}#{actor.name.rsplit('#', 1)[-1]}"] = kb / 1024
+    return rss
+
+
+def detect_options(replicas: int, batch: int) -> dict:
+    return {"detect": {"num_replicas": replicas, "user_config": {"threads": 1, "max_batch_size": batch}}}
+
+
+def alternate(cluster: LocalCluster, configs: dict, rounds: int, seconds: float, body: bytes) -> dict:
+    """{label: [req/s per round]}: the configurations take turns, each warmed up first."""
+    rates: dict[str, list[float]] = {label: [] for label in configs}
+    for _ in range(rounds):
+        for label, options in configs.items():
+            cluster.deploy(options)
+            load(cluster.http_port, 8, 3, [("/api/v1/detect", body)])  # warm-up
+            rate, statuses = load(cluster.http_port, 8, seconds, [("/api/v1/detect", body)])
+            if set(statuses) != {200}:
+                print(f"  ! {label}: {dict(statuses)}")
+            rates[label].append(rate)
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=os.environ.get("DATARAILROAD_MODELS", str(ROOT / "models")))
+    parser.add_argument("--seconds", type=float, default=12, help="per throughput measurement")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=30, help="latency requests per server")
+    parser.add_argument("--soak", type=float, default=60, help="seconds of the 16-client load; 0 skips it")
+    args = parser.parse_args()
+    models = Path(args.models).resolve()
+    if not (models / "yolov5n" / "manifest.json").is_file():
+        sys.exit(f"no yolov5n in {models}: `make models` (or --models DIR)")
+    bus = photo("bus.jpg")
+
+    down(RAY_PORT)
+    env = {**os.environ, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_INFER_THREADS": "1",
+           "DATARAILROAD_PORT": str(GUNICORN_PORT)}
+    gunicorn = subprocess.Popen([str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py",
+                                 "--access-logfile", "/dev/null", "server:create_app()"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    cluster = LocalCluster(nodes=2, http_port=SERVE_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
+                           models_dir=str(models))
+    try:
+        print(f"2-node local Ray Serve cluster vs gunicorn ({os.cpu_count()} cores), YOLOv5n, bus.jpg")
+        cluster.up(detect_options(2, 4))
+        wait_http(GUNICORN_PORT)
+
+        # 1. latency, interleaved
+        for port in (GUNICORN_PORT, SERVE_PORT):
+            for _ in range(3):
+                latency_ms(port, bus)
+        samples = {GUNICORN_PORT: [], SERVE_PORT: []}
+        for _ in range(args.runs):
+            for port in samples:
+                samples[port].append(latency_ms(port, bus))
+        g, s = (statistics.median(samples[p]) for p in (GUNICORN_PORT, SERVE_PORT))
+        print(f"\n1. latency, 1 client ({args.runs} requests each, median / p90 ms)")
+        for name, port in (("gunicorn", GUNICORN_PORT), ("Serve", SERVE_PORT)):
+            q = statistics.quantiles(samples[port], n=10)
+            print(f"   {name:<10} {statistics.median(samples[port]):7.1f} / {q[-1]:7.1f}")
+        print(f"   Serve / gunicorn: {s / g:.2f}x the latency (+{s - g:.1f} ms: proxy, ingress, model hop)")
+        gunicorn_rate, _ = load(GUNICORN_PORT, 8, args.seconds, [("/api/v1/detect", bus)])
+        gunicorn.terminate()
+        gunicorn.wait(30)
+
+        # 2. replicas, 3. batching
+        replicas = alternate(cluster, {"1 replica": detect_options(1, 4), "2 replicas": detect_options(2, 4)},
+                             args.rounds, args.seconds, bus)
+        batching = alternate(cluster, {"batch 4": detect_options(2, 4), "no batching": detect_options(2, 1)},
+                             args.rounds, args.seconds, bus)
+        print(f"\n2. throughput, 8 clients, 1 thread per replica (req/s per round; {args.seconds:g} s each)")
+        for label, rates in replicas.items():
+            print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}")
+        print(f"   2 / 1 replica: {statistics.mean(replicas['2 replicas']) / statistics.mean(replicas['1 replica']):.2f}x"
+              f"   (gunicorn, 2 workers x 1 thread: {gunicorn_rate:.2f} req/s)")
+        print("\n3. throughput, 8 clients, 2 replicas: @serve.batch(max_batch_size=4) vs none")
+        for label, rates in batching.items():
+            print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}")
+        print(f"   batch / none: {statistics.mean(batching['batch 4']) / statistics.mean(batching['no batching']):.2f}x")
+
+        # 4. soak
+        if args.soak > 0:
+            # serve.yaml's settings at its minimum replica counts, fixed: RSS per replica stays comparable
+            cluster.deploy({name: {"num_replicas": n} for name, n in (("detect", 2), ("classify", 1),
+                                                                     ("handpose", 1))})
+            mixed = [("/api/v1/detect", bus), ("/api/v1/classify", bus), ("/api/v1/hands", photo("zidane.jpg"))]
+            load(SERVE_PORT, 16, 5, mixed)  # warm-up
+            samples, statuses, done = [(0.0, replica_rss_mb(cluster))], Counter(), threading.Event()
+
+            def sample():
+                while not done.wait(10):
+                    samples.append((time.monotonic() - t0, replica_rss_mb(cluster)))
+
+            t0 = time.monotonic()
+            sampler = threading.Thread(target=sample)
+            sampler.start()
+            rate, statuses = load(SERVE_PORT, 16, args.soak, mixed)
+            done.set()
+            sampler.join()
+            samples.append((time.monotonic() - t0, replica_rss_mb(cluster)))
+            errors = sum(n for status, n in statuses.items() if not isinstance(status, int) or status >= 500)
+            print(f"\n4. {args.soak:g} s at 16 clients, detect/classify/hands: {rate:.2f} req/s, statuses "
+                  f"{dict(statuses)}, 5xx or connection errors: {errors}")
+            names = sorted(set().union(*(s for _, s in samples)))
+            print("   RSS MB per model replica at " + " ".join(f"{t:5.0f}s" for t, _ in samples))
+            for name in names:
+                row = " ".join(f"{s[name]:6.0f}" if name in s else "     -" for _, s in samples)
+                first = next(s[name] for _, s in samples if name in s)
+                last = next(s[name] for _, s in reversed(samples) if name in s)
+                print(f"   {name:<22} {row}   (end - start {last - first:+.0f} MB)")
+    finally:
+        if gunicorn.poll() is None:
+            gunicorn.terminate()
+            gunicorn.wait(30)
+        down(RAY_PORT)
+
+
+if __name__ == "__main__":
+    main()
