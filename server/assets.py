@@ -91,8 +91,12 @@ def model_file(model_id: str, filename: str):
         abort(404, description=f"model {model_id!r} is not installed")
     if filename != manifests.MANIFEST and filename not in manifest.get("files", {}):
         abort(404, description=f"model {model_id!r} has no file {filename!r}")
+    # Listed is not enough: a manifest could list '../x' or a symlink out of the folder.
+    path = manifests.model_path(manifests.models_dir() / model_id, filename)
+    if path is None:
+        abort(404, description=f"model {model_id!r} has no regular file {filename!r} inside its folder")
     # Shard names are not content-hashed and a rebuild rewrites them: always revalidate.
-    return _send(manifests.models_dir() / model_id / filename, "no-cache")
+    return _send(path, "no-cache")
 
 
 @vendor_bp.app_context_processor

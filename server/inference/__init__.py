@@ -3,9 +3,16 @@
 
     registry(app).get("detect", "yolov5n") -> DetectRunner
 
-Runners are cached per model id and manifest version (mtime + size), so a rebuilt model
-is picked up by the next request. Nothing loads at import or in create_app(): gunicorn
-preloads the app in the master, and each worker loads its own interpreters on first use.
+Runners are cached per model id and version (the manifest's and every listed file's mtime
+and size), so a rebuilt model is picked up by the next request. Nothing loads at import or
+in create_app(): gunicorn preloads the app in the master, and each worker loads its own
+interpreters on first use.
+
+Before a model loads, ``check`` verifies it: the manifest's input contract, every listed
+file against its recorded size and sha256 (manifests.verify_files), and a trial run of each
+.tflite in a child process (litert.trial_load), so a file that would crash LiteRT can't take
+the worker down. A model that fails answers 503 for itself only (the failure is remembered
+until its files change); ``status`` reports every model for /readyz.
 """
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ from pathlib import Path
 
 from .. import manifests
 from .base import ModelUnavailable, ParameterError, Runner
+from . import litert
 from .classify import ClassifyRunner
 from .detect import DetectRunner
 from .hands import HandsRunner
@@ -48,13 +56,47 @@ class Registry:
         self.models_dir = Path(models_dir)
         # task -> runner class, or a factory of the same signature (server/cluster: remote runners)
         self.runners = runners or RUNNERS
+        self.local = runners is None  # LiteRT runs in this process (not on remote runners)
         self._runners: dict[str, tuple[tuple, Runner]] = {}
+        self._failures: dict[str, tuple[tuple, str]] = {}  # model id -> (version, why it can't serve)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def _version(self, model_id: str) -> tuple:
-        stat = (self.models_dir / model_id / manifests.MANIFEST).stat()
-        return stat.st_mtime_ns, stat.st_size
+    def _version(self, model_id: str, manifest: dict | None = None) -> tuple:
+        """The manifest's and each listed file's (mtime, size): changes when any is rebuilt."""
+        folder = self.models_dir / model_id
+        stat = (folder / manifests.MANIFEST).stat()
+        files = []
+        for name in sorted((manifest or {}).get("files") or {}):
+            try:
+                st = (folder / name).stat()
+                files.append((st.st_mtime_ns, st.st_size))
+            except (OSError, ValueError):
+                files.append(None)
+        return stat.st_mtime_ns, stat.st_size, tuple(files)
+
+    def check(self, manifest: dict) -> str | None:
+        """Why the model can't serve, or None: its input contract, its files (sizes, sha256),
+        and a trial run of each server .tflite in a child process (local runners only)."""
+        problem = manifests.input_problem(manifest)
+        if problem:
+            return problem
+        problems = manifests.verify_files(manifest, self.models_dir / manifest["id"])
+        if problems:
+            return "its files do not match its manifest: " + "; ".join(problems[:5]) \
+                + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+        if self.local:
+            for name in manifests.server_artifacts(manifest):
+                try:
+                    litert.trial_load(self.models_dir / manifest["id"] / name)
+                except (litert.LoadError, OSError) as exc:
+                    return f"{name}: {exc}"
+        return None
+
+    def _unavailable(self, mid: str, version: tuple, why: str) -> ModelUnavailable:
+        self._failures[mid] = (version, why)
+        return ModelUnavailable(f"model {mid!r} cannot serve: {why}; rebuild it with the converter "
+                                "(make models, or python -m converters ... --force)")
 
     def choose(self, task: str, model_id: str | None) -> dict:
         installed = manifests.load_all(self.models_dir)
@@ -80,7 +122,7 @@ class Registry:
             raise ModelUnavailable(f"model {mid!r} has no server artifact in its manifest; "
                                    "rebuild it with the converter")
         try:
-            version = self._version(mid)
+            version = self._version(mid, manifest)
         except OSError as exc:
             raise ModelUnavailable(f"model {mid!r} disappeared: {exc}") from None
         cached = self._runners.get(mid)
@@ -92,15 +134,48 @@ class Registry:
             cached = self._runners.get(mid)
             if cached and cached[0] == version:
                 return cached[1]
+            failed = self._failures.get(mid)
+            if failed and failed[0] == version:
+                raise self._unavailable(mid, version, failed[1])
+            problem = self.check(manifest)
+            if problem:
+                raise self._unavailable(mid, version, problem)
             try:
                 runner = self.runners[task](manifest, self.models_dir / mid)
-            except ModelUnavailable:
-                raise
+            except ModelUnavailable as exc:
+                raise self._unavailable(mid, version, str(exc)) from None
             except (KeyError, ValueError, TypeError, IndexError, StopIteration) as exc:
-                raise ModelUnavailable(f"model {mid!r}: its manifest does not describe a usable {task} model "
-                                       f"({type(exc).__name__}: {exc})") from None
+                raise self._unavailable(mid, version, f"its manifest does not describe a usable {task} model "
+                                                      f"({type(exc).__name__}: {exc})") from None
+            self._failures.pop(mid, None)
             self._runners[mid] = (version, runner)
             return runner
+
+    def status(self) -> list[dict]:
+        """Every installed model for /readyz (its manifest summary): ``status`` ``ready``,
+        ``broken`` (with ``error``) or ``browser_only`` (no server artifact: the pages run it,
+        the API can't); ``verified`` ``sha256``, or ``size`` for older manifests."""
+        out = []
+        for manifest in manifests.load_all(self.models_dir):
+            mid = manifest["id"]
+            entry = {**manifests.summary(manifest),
+                     "verified": "sha256" if isinstance(manifest.get("files_sha256"), dict) else "size"}
+            if not manifest.get("server"):
+                out.append({**entry, "status": "browser_only"})
+                continue
+            try:
+                version = self._version(mid, manifest)
+            except OSError as exc:
+                out.append({**entry, "status": "broken", "error": f"disappeared: {exc}"})
+                continue
+            failed = self._failures.get(mid)
+            problem = failed[1] if failed and failed[0] == version else self.check(manifest)
+            if problem:
+                self._failures[mid] = (version, problem)
+                out.append({**entry, "status": "broken", "error": problem})
+            else:
+                out.append({**entry, "status": "ready"})
+        return out
 
     def loaded(self) -> list[str]:
         return sorted(self._runners)

@@ -7,15 +7,73 @@ runs it and gives it back, waiting while all are busy. The pool grows lazily up 
 
 Inputs and outputs are addressed by the signature's keys when the file has a
 ``serving_default`` signature (our converters write one), otherwise by tensor name.
+
+Before this process loads a file, ``trial_load`` loads and runs it once in a child process:
+a file that crashes LiteRT (a truncated .tflite segfaults it) fails there, not in the worker.
 """
 from __future__ import annotations
 
 import os
 import queue
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import numpy as np
+
+TRIAL_TIMEOUT_S = 120
+
+# Run in a child process by trial_load: load the file and run it once on zeros.
+_TRIAL = """
+import sys
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+interpreter = Interpreter(model_path=sys.argv[1], num_threads=1)
+interpreter.allocate_tensors()
+for d in interpreter.get_input_details():
+    interpreter.set_tensor(d["index"], np.zeros(d["shape"], dtype=d["dtype"]))
+interpreter.invoke()
+"""
+
+
+class LoadError(RuntimeError):
+    """The file does not load or run in LiteRT (found by trial_load, in a child process)."""
+
+
+_trials: dict[tuple, str | None] = {}  # file version -> why it failed (None: it ran)
+_trials_lock = threading.Lock()
+
+
+def trial_load(path: Path) -> None:
+    """Load and run ``path`` once in a child process before this process loads it: a file
+    that crashes LiteRT (a truncated or corrupt flatbuffer can segfault it) then kills the
+    child, not the server worker, and raises LoadError here. Once per file version."""
+    st = Path(path).stat()
+    key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+    with _trials_lock:
+        if key in _trials:
+            failure = _trials[key]
+            if failure:
+                raise LoadError(failure)
+            return
+    try:
+        done = subprocess.run([sys.executable, "-c", _TRIAL, str(path)], capture_output=True, text=True,
+                              timeout=TRIAL_TIMEOUT_S, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        if done.returncode < 0:
+            failure = f"LiteRT crashed on it ({signal.Signals(-done.returncode).name}) in a trial run"
+        elif done.returncode:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            failure = f"LiteRT could not load or run it: {last[:300]}"
+        else:
+            failure = None
+    except subprocess.TimeoutExpired:
+        failure = f"a trial run did not finish in {TRIAL_TIMEOUT_S} s"
+    with _trials_lock:
+        _trials[key] = failure
+    if failure:
+        raise LoadError(failure)
 
 
 def default_threads() -> int:
@@ -68,6 +126,7 @@ class LiteRTModel:
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path} is missing")
+        trial_load(self.path)  # a file that crashes LiteRT fails here, in a child process
         self.threads = threads or default_threads()
         self.pool_size = pool_size or default_pool_size()
         self._idle: queue.LifoQueue[_Instance] = queue.LifoQueue()

@@ -1,0 +1,122 @@
+"""The app's side of the production front (gunicorn.conf.py: gevent worker).
+
+Each connection is a greenlet: while a client is slow to send its request, it holds a
+greenlet (a few KB), not one of the few threads that run models. The CPU work of a request
+(decode, preprocess, LiteRT) runs on a small pool of native threads (``offload``), so it never
+blocks the event loop, and LiteRT, numpy and Pillow release the GIL there as under gthread.
+
+Reading the body (``read_body``) is bounded in time: a client that sends nothing for
+DATARAILROAD_IDLE_TIMEOUT seconds, or takes longer than DATARAILROAD_BODY_TIMEOUT to send the
+whole body, gets a 408 and its connection is closed. The body is kept in memory, never on disk.
+
+Outside that worker (Flask's test client, the dev server, another gunicorn worker class)
+``offload`` simply calls the function, and ``read_body`` has no socket to time.
+"""
+from __future__ import annotations
+
+import contextvars
+import os
+import threading
+import time
+
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
+
+DEFAULT_IDLE_TIMEOUT = 15.0   # seconds a client may send nothing (headers, body, keep-alive)
+MAX_IDLE_TIMEOUT = 30.0
+DEFAULT_BODY_TIMEOUT = 120.0  # seconds for a whole body (10 MB at ~0.7 Mbit/s)
+CLOSE_CONNECTION = "datarailroad.close_connection"  # environ flag read by gunicorn.conf.py
+
+_pool = None
+_hub_thread: int | None = None
+
+
+def _seconds(name: str, default: float, high: float | None = None) -> float:
+    value = float(os.environ.get(name) or default)
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value}")
+    return min(value, high) if high else value
+
+
+def idle_timeout() -> float:
+    """DATARAILROAD_IDLE_TIMEOUT (default 15 s, at most 30 s)."""
+    return _seconds("DATARAILROAD_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT)
+
+
+def body_timeout() -> float:
+    """DATARAILROAD_BODY_TIMEOUT (default 120 s): the whole body must arrive within it."""
+    return _seconds("DATARAILROAD_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT)
+
+
+# ---------------------------------------------------------------------------- offload
+
+def use_thread_pool(size: int) -> None:
+    """Called once per gevent worker, from its event-loop thread."""
+    global _pool, _hub_thread
+    from gevent.threadpool import ThreadPool
+
+    _pool = ThreadPool(max(1, size))
+    _hub_thread = threading.get_ident()
+
+
+def offload(fn, *args):
+    """``fn(*args)`` on a native thread, the calling greenlet waiting without blocking the
+    event loop. The thread sees this request's context (Flask's ``request``, ``current_app``)."""
+    if _pool is None or threading.get_ident() != _hub_thread:
+        return fn(*args)
+    return _pool.spawn(contextvars.copy_context().run, fn, *args).get()
+
+
+# ---------------------------------------------------------------------------- body
+
+class BodyError(Exception):
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def read_body(environ: dict, length: int | None, limit: int) -> bytes:
+    """The whole request body, in memory: ``length`` bytes (Content-Length), or up to the end
+    of a chunked body. Raises BodyError: 408 for a client too slow, 400 for a body cut short
+    or malformed (e.g. a bad chunk size); after these the connection is marked to be closed
+    after the answer (its rest can't be read). Past ``limit``: werkzeug's
+    RequestEntityTooLarge, as for a Content-Length over it."""
+    stream, sock = environ["wsgi.input"], environ.get("gunicorn.socket")
+    want = limit + 1 if length is None else length
+    idle, deadline = idle_timeout(), time.monotonic() + body_timeout()
+    chunks, size = [], 0
+    try:
+        while size < want:
+            if sock is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("deadline")
+                sock.settimeout(min(idle, left))
+            chunk = stream.read(min(65536, want - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except TimeoutError:
+        environ[CLOSE_CONNECTION] = True
+        raise BodyError(408, "request_timeout",
+                        f"the request body was not received in time: the server waits at most {idle:g} s "
+                        f"between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and "
+                        f"{body_timeout():g} s for a whole body (DATARAILROAD_BODY_TIMEOUT)") from None
+    except (OSError, ClientDisconnected) as exc:
+        # gunicorn: InvalidChunkSize / ChunkMissingTerminator / NoMoreData (OSError subclasses);
+        # werkzeug's dev server: ClientDisconnected.
+        environ[CLOSE_CONNECTION] = True
+        detail = str(exc) or type(exc).__name__
+        raise BodyError(400, "bad_request_body",
+                        f"the request body could not be read ({type(exc).__name__}: {detail[:120]}): "
+                        "a malformed chunked encoding or a connection cut before the end") from None
+    finally:
+        if sock is not None:
+            sock.settimeout(None)
+    if size > limit:  # the rest is discarded by gunicorn before a next request
+        raise RequestEntityTooLarge()
+    if length is not None and size < length:
+        environ[CLOSE_CONNECTION] = True
+        raise BodyError(400, "bad_request_body",
+                        f"the request body ended after {size} of the {length} bytes its Content-Length announced")
+    return b"".join(chunks)
