@@ -22,7 +22,7 @@ setup: $(VENV)/.installed node_modules/.package-lock.json
 # torch first is not needed: the exact pins make pip take the CPU-usable wheels it has.
 # tensorflowjs & co. go in without their declared deps (they would replace tensorflow-cpu).
 # triton (pulled by torch) segfaults when TF is imported first; CPU use never needs it.
-$(VENV)/.installed: requirements.txt requirements-nodeps.txt
+$(VENV)/.installed: requirements.txt requirements-serve.txt requirements-nodeps.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt

@@ -1,12 +1,71 @@
-"""gunicorn settings for production: `gunicorn -c gunicorn.conf.py 'server:create_app()'`."""
+"""gunicorn settings for production: `gunicorn -c gunicorn.conf.py 'server:create_app()'`.
+
+The front is gunicorn's gevent worker (see README "The front server"): every connection is a
+greenlet, so slow or stalled clients cost a greenlet each, not a thread; the app runs its CPU
+work (decode, LiteRT) on DATARAILROAD_THREADS native threads per worker (server/front.py).
+"""
+import json
 import multiprocessing
 import os
+
+from gunicorn import util
+from gunicorn.workers.ggevent import GeventWorker
+
+from server import front
 
 bind = os.environ.get("DATARAILROAD_BIND",
                       f"{os.environ.get('DATARAILROAD_HOST', '127.0.0.1')}:{os.environ.get('DATARAILROAD_PORT', '8000')}")
 # Inference is CPU-bound: one worker per core (override with WEB_CONCURRENCY).
 workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
+# Native threads per worker that run the models (the gevent worker itself ignores `threads`).
 threads = int(os.environ.get("DATARAILROAD_THREADS", 2))
+worker_connections = int(os.environ.get("DATARAILROAD_CONNECTIONS", 1000))
+# A client must send its request line and headers within this time, and an idle keep-alive
+# connection is closed after it; the body has the same limit between two reads (server/front.py).
+keepalive = max(1, round(front.idle_timeout()))
 preload_app = True
-timeout = 120
+timeout = 120  # heartbeat: a worker whose event loop is stuck this long is restarted
 accesslog = "-"
+
+_REASON_CODES = {400: "bad_request", 403: "forbidden", 431: "request_header_fields_too_large",
+                 500: "internal_error", 501: "not_implemented"}
+
+
+def write_json_error(sock, status_int, reason, mesg):
+    """gunicorn's own error answers (a request line or headers it cannot parse: 400, 431,
+    501), as the app's JSON ``{"error": {"code", "message"}}`` instead of an HTML page."""
+    body = json.dumps({"error": {"code": _REASON_CODES.get(status_int, "error"),
+                                 "message": f"{reason}: {mesg}" if mesg else reason}}).encode()
+    head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+            f"Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    util.write_nonblock(sock, head.encode("latin1") + body)
+
+
+class Worker(GeventWorker):
+    """gevent worker that leaves threads native: the app's model threads use ordinary locks
+    and queues, which gevent's patched ones would turn into greenlet primitives (they fail
+    across native threads). Only sockets are cooperative; that is all the server needs."""
+
+    def patch(self):
+        from gevent import monkey, socket
+
+        monkey.patch_all(thread=False, queue=False, Event=False, time=False, os=False,
+                         subprocess=False, signal=False, select=False)
+        self.sockets = [socket.socket(s.FAMILY, socket.SOCK_STREAM, fileno=s.sock.fileno())
+                        for s in self.sockets]
+
+    def run(self):
+        util.write_error = write_json_error  # used by Worker.handle_error (this process only)
+        front.use_thread_pool(self.cfg.threads)
+        super().run()
+
+
+worker_class = Worker
+
+
+def post_request(worker, req, environ, resp):
+    """A request whose body the app could not read to its end (timeout, malformed chunk,
+    over the limit) must not be followed by another on the same connection."""
+    if environ.get(front.CLOSE_CONNECTION):
+        req.must_close = True

@@ -6,9 +6,10 @@ Every failure is a 4xx/5xx JSON ``{"error": {"code", "message"}}``.
 
 Images come as the multipart field ``image`` or as the raw body (image/jpeg, image/png,
 image/webp or any image/* type, application/octet-stream: the bytes decide, and only JPEG,
-PNG and WebP decode). Uploads stay in memory: the blueprint installs a
-request class whose multipart file streams are BytesIO (werkzeug would spool files over
-500 KB to a temporary file on disk). Size limit: MAX_CONTENT_LENGTH (Flask answers 413).
+PNG and WebP decode). Uploads stay in memory: the whole body is read first (server/front.py:
+bounded in size and time), and the blueprint installs a request class whose multipart file
+streams are BytesIO (werkzeug would spool files over 500 KB to a temporary file on disk).
+Size limit: MAX_CONTENT_LENGTH (413). The model work runs off the event loop (front.offload).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import time
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from . import images, manifests, openapi
+from . import front, images, manifests, openapi
 from .errors import error_response
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -55,33 +56,27 @@ def _memory_uploads(state) -> None:
 
 
 @bp.before_request
-def _bounded_streaming_body() -> None:
-    """MAX_CONTENT_LENGTH for bodies without a Content-Length (chunked uploads).
-
-    Werkzeug checks Content-Length up front (413), but a chunked body under gunicorn
-    (``wsgi.input_terminated``) is only cut at the limit: read past it, the upload would
-    arrive silently truncated (a 415/422 instead of the 413). So such a body is read here,
-    in memory, up to limit + 1 bytes: over the limit -> 413, else it continues as an
-    ordinary body of known length."""
+def _buffered_body() -> None:
+    """The whole body, read here before anything parses it: in memory, at most
+    MAX_CONTENT_LENGTH bytes, in bounded time (front.read_body: 408 for a stalled client,
+    400 for a malformed chunked body or one cut short, 413 past the limit). A chunked body
+    (``wsgi.input_terminated``) is cut by gunicorn only at the limit, so without this it would
+    arrive silently truncated (a 415/422 instead of the 413). What follows sees an ordinary
+    body of known length."""
     environ = request.environ
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    if request.method != "POST" or not limit or request.content_length is not None \
-            or not environ.get("wsgi.input_terminated"):
+    limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
+    length = request.content_length
+    if request.method != "POST" or (length is None and not environ.get("wsgi.input_terminated")):
         return
-    stream, chunks, size = environ["wsgi.input"], [], 0
-    while size <= limit:
-        chunk = stream.read(min(65536, limit + 1 - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    if size > limit:
+    if length is not None and limit and length > limit:
+        # Unread: gunicorn discards it before the connection's next request (within its
+        # keep-alive time), so a client still sending it gets the 413, not a reset.
         raise RequestEntityTooLarge()
-    data = b"".join(chunks)
+    data = front.read_body(environ, length, limit or 2 ** 62)
     environ["wsgi.input"] = io.BytesIO(data)
     environ["CONTENT_LENGTH"] = str(len(data))
     environ.pop("HTTP_TRANSFER_ENCODING", None)
-    del environ["wsgi.input_terminated"]
+    environ.pop("wsgi.input_terminated", None)
 
 
 # ---------------------------------------------------------------------------- errors
@@ -91,9 +86,22 @@ def _api_error(exc: ApiError):
     return error_response(exc.status, exc.message, exc.code)
 
 
+@bp.errorhandler(front.BodyError)
+def _body_error(exc: front.BodyError):
+    return error_response(exc.status, exc.message, exc.code)
+
+
 @bp.errorhandler(RequestEntityTooLarge)
 def _too_large(exc):
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    length = int(request.environ.get("CONTENT_LENGTH") or 0)  # set by _buffered_body
+    if limit and 0 < length <= limit and _is_multipart():
+        # A body within the upload limit: werkzeug's form limits stopped it (a text field over
+        # MAX_FORM_MEMORY_SIZE, or more than MAX_FORM_PARTS parts).
+        return error_response(413, f"the multipart form exceeds the server's form limits: a field that is not a "
+                                   f"file may hold at most {request.max_form_memory_size} bytes and a form at most "
+                                   f"{request.max_form_parts} parts (send the image as a file part: "
+                                   f"filename=...)", "form_too_large")
     return error_response(413, f"the upload is larger than the server's limit of {limit} bytes "
                                "(DATARAILROAD_MAX_UPLOAD_BYTES)", "payload_too_large")
 
@@ -164,7 +172,10 @@ def param_model() -> str | None:
 def read_image_bytes() -> bytes:
     """The upload: multipart field ``image`` or the raw body."""
     if _is_multipart():
-        upload = request.files.get("image")
+        uploads = request.files.getlist("image")
+        if len(uploads) + len(request.form.getlist("image")) > 1:
+            raise ApiError(400, "duplicate_image", "the form has more than one 'image' part: send one image per request")
+        upload = uploads[0] if uploads else None
         if upload is None:
             if "image" in request.form:
                 raise ApiError(400, "missing_image",
@@ -222,10 +233,14 @@ def openapi_document():
 
 
 def infer(task: str, configure):
+    """The model work of a request, on a native thread (see server/front.py)."""
+    return front.offload(_infer, task, configure, time.perf_counter())
+
+
+def _infer(task: str, configure, started: float):
     """Body -> parameters -> runner -> decode -> result. ``configure(runner)`` reads the
     task's parameters and returns ``run(rgb) -> result``. A multipart body carries the form
     fields, so it is read first; a raw body is read only once the parameters are valid."""
-    started = time.perf_counter()
     data = read_image_bytes() if _is_multipart() else None
     model_id = param_model()
     runner = get_runner(task, model_id)

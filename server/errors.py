@@ -7,7 +7,7 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 JSON_PREFIXES = ("/api/", "/models/", "/vendor/", "/healthz", "/readyz")
 
-_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed",
+_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
           413: "payload_too_large", 415: "unsupported_media_type", 422: "unprocessable_image",
           429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from flask import Flask
+from flask import Flask, request
 
 from .assets import IMPORT_MAP
 
@@ -33,6 +33,8 @@ CONTENT_SECURITY_POLICY = "; ".join([
 
 HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    # frame-ancestors 'none' for browsers that predate it.
+    "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     # Cross-origin isolation: needed for SharedArrayBuffer, i.e. multi-threaded WASM.
@@ -43,10 +45,15 @@ HEADERS = {
     "Permissions-Policy": "camera=(self), microphone=(), geolocation=()",
 }
 
+# Answers computed per request (API results, errors, health): never stored by a browser or proxy.
+NO_STORE_PREFIXES = ("/api/", "/healthz", "/readyz")
+
 
 def register(app: Flask) -> None:
     @app.after_request
     def add_security_headers(response):
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
+        if request.path.startswith(NO_STORE_PREFIXES):
+            response.headers["Cache-Control"] = "no-store"
         return response
