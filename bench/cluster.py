@@ -161,7 +161,11 @@ def main() -> None:
                                  "--access-logfile", "/dev/null", "server:create_app()"], cwd=ROOT, env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     cluster = LocalCluster(nodes=2, http_port=SERVE_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
-                           models_dir=str(models))
+                           models_dir=str(models),
+                           # Ray runs workers at niceness 15 (its daemons stay responsive); gunicorn's
+                           # workers run at 0. On a machine shared with other work that alone would
+                           # decide the comparison, so the replicas run at 0 here too.
+                           env={"RAY_worker_niceness": "0"})
     try:
         print(f"2-node local Ray Serve cluster vs gunicorn ({os.cpu_count()} cores), YOLOv5n, bus.jpg")
         cluster.up(detect_options(2, 4))
