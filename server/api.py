@@ -79,6 +79,11 @@ def _buffered_body() -> None:
     environ.pop("wsgi.input_terminated", None)
 
 
+@bp.teardown_request
+def _release_body(exc) -> None:
+    front.release(request.environ)
+
+
 # ---------------------------------------------------------------------------- errors
 
 @bp.errorhandler(ApiError)

@@ -7,7 +7,9 @@ blocks the event loop, and LiteRT, numpy and Pillow release the GIL there as und
 
 Reading the body (``read_body``) is bounded in time: a client that sends nothing for
 DATARAILROAD_IDLE_TIMEOUT seconds, or takes longer than DATARAILROAD_BODY_TIMEOUT to send the
-whole body, gets a 408 and its connection is closed. The body is kept in memory, never on disk.
+whole body, gets a 408 and its connection is closed. The body is kept in memory, never on disk,
+and in bounded amount: the bodies a worker holds at once (read, or waiting for a model thread)
+total at most DATARAILROAD_BUFFER_BYTES, past which a new body gets a 503.
 
 Outside that worker (Flask's test client, the dev server, another gunicorn worker class)
 ``offload`` simply calls the function, and ``read_body`` has no socket to time.
@@ -24,10 +26,14 @@ from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 DEFAULT_IDLE_TIMEOUT = 15.0   # seconds a client may send nothing (headers, body, keep-alive)
 MAX_IDLE_TIMEOUT = 30.0
 DEFAULT_BODY_TIMEOUT = 120.0  # seconds for a whole body (10 MB at ~0.7 Mbit/s)
+DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024  # request bodies one worker holds in memory at once
 CLOSE_CONNECTION = "datarailroad.close_connection"  # environ flag read by gunicorn.conf.py
+HELD = "datarailroad.held_bytes"  # environ: this request's share of the buffer budget
 
 _pool = None
 _hub_thread: int | None = None
+_held = 0  # body bytes this process holds (read_body ... release)
+_held_lock = threading.Lock()
 
 
 def _seconds(name: str, default: float, high: float | None = None) -> float:
@@ -45,6 +51,11 @@ def idle_timeout() -> float:
 def body_timeout() -> float:
     """DATARAILROAD_BODY_TIMEOUT (default 120 s): the whole body must arrive within it."""
     return _seconds("DATARAILROAD_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT)
+
+
+def buffer_budget() -> int:
+    """DATARAILROAD_BUFFER_BYTES (default 64 MB per worker)."""
+    return int(os.environ.get("DATARAILROAD_BUFFER_BYTES") or DEFAULT_BUFFER_BYTES)
 
 
 # ---------------------------------------------------------------------------- offload
@@ -74,11 +85,32 @@ class BodyError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+def _hold(environ: dict, size: int) -> None:
+    """Count ``size`` more body bytes against the budget, or 503 when it is spent."""
+    global _held
+    budget = buffer_budget()
+    with _held_lock:
+        if _held + size > budget:
+            raise BodyError(503, "server_busy", f"the server holds {budget} bytes of uploads already "
+                                                "(DATARAILROAD_BUFFER_BYTES); retry in a moment")
+        _held += size
+    environ[HELD] = environ.get(HELD, 0) + size
+
+
+def release(environ: dict) -> None:
+    """The request is answered: its body no longer counts against the budget."""
+    global _held
+    size = environ.pop(HELD, 0)
+    with _held_lock:
+        _held -= size
+
+
 def read_body(environ: dict, length: int | None, limit: int) -> bytes:
     """The whole request body, in memory: ``length`` bytes (Content-Length), or up to the end
     of a chunked body. Raises BodyError: 408 for a client too slow, 400 for a body cut short
-    or malformed (e.g. a bad chunk size); after these the connection is marked to be closed
-    after the answer (its rest can't be read). Past ``limit``: werkzeug's
+    or malformed (e.g. a bad chunk size), 503 when the buffer budget is spent; after these the
+    connection is marked to be closed after the answer (its rest can't be read). The bytes
+    count against the budget until ``release(environ)``. Past ``limit``: werkzeug's
     RequestEntityTooLarge, as for a Content-Length over it."""
     stream, sock = environ["wsgi.input"], environ.get("gunicorn.socket")
     want = limit + 1 if length is None else length
@@ -94,9 +126,15 @@ def read_body(environ: dict, length: int | None, limit: int) -> bytes:
             chunk = stream.read(min(65536, want - size))
             if not chunk:
                 break
+            _hold(environ, len(chunk))
             chunks.append(chunk)
             size += len(chunk)
+    except BodyError:
+        release(environ)
+        environ[CLOSE_CONNECTION] = True
+        raise
     except TimeoutError:
+        release(environ)
         environ[CLOSE_CONNECTION] = True
         raise BodyError(408, "request_timeout",
                         f"the request body was not received in time: the server waits at most {idle:g} s "
@@ -105,6 +143,7 @@ def read_body(environ: dict, length: int | None, limit: int) -> bytes:
     except (OSError, ClientDisconnected) as exc:
         # gunicorn: InvalidChunkSize / ChunkMissingTerminator / NoMoreData (OSError subclasses);
         # werkzeug's dev server: ClientDisconnected.
+        release(environ)
         environ[CLOSE_CONNECTION] = True
         detail = str(exc) or type(exc).__name__
         raise BodyError(400, "bad_request_body",
@@ -114,8 +153,10 @@ def read_body(environ: dict, length: int | None, limit: int) -> bytes:
         if sock is not None:
             sock.settimeout(None)
     if size > limit:  # the rest is discarded by gunicorn before a next request
+        release(environ)
         raise RequestEntityTooLarge()
     if length is not None and size < length:
+        release(environ)
         environ[CLOSE_CONNECTION] = True
         raise BodyError(400, "bad_request_body",
                         f"the request body ended after {size} of the {length} bytes its Content-Length announced")

@@ -69,8 +69,9 @@ def decode(data: bytes, max_pixels: int) -> DecodedImage:
         raise ImageError(400, "empty_image", "the image is empty (0 bytes)")
     try:
         im = Image.open(io.BytesIO(data), formats=FORMATS)
-    except Image.DecompressionBombError as exc:
-        raise ImageError(413, "image_too_large", f"image has too many pixels ({exc})") from None
+    except Image.DecompressionBombError:  # far past any limit of ours: Pillow refuses to open it
+        raise ImageError(413, "image_too_large", f"the image has more pixels than the limit of {max_pixels} "
+                                                 "(DATARAILROAD_MAX_IMAGE_PIXELS)") from None
     except Image.UnidentifiedImageError:
         raise ImageError(415, "unsupported_media_type", "not a JPEG, PNG or WebP image") from None
     except Exception as exc:  # a header the plugin itself cannot parse
@@ -81,7 +82,8 @@ def decode(data: bytes, max_pixels: int) -> DecodedImage:
             raise ImageError(422, "unprocessable_image", f"the image has no pixels ({width}x{height})")
         if width * height > max_pixels:
             raise ImageError(413, "image_too_large",
-                             f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels}")
+                             f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels} "
+                             "(DATARAILROAD_MAX_IMAGE_PIXELS)")
         if max(width, height) > MAX_ASPECT_RATIO * min(width, height):
             raise ImageError(422, "image_aspect_ratio",
                              f"image is {width}x{height}; the longer side may be at most {MAX_ASPECT_RATIO} times "

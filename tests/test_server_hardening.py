@@ -194,3 +194,35 @@ def test_headers_of_api_answers_and_pages(served):
         assert "frame-ancestors 'none'" in response.getheader("Content-Security-Policy")
     finally:
         conn.close()
+
+
+def test_bodies_held_at_once_are_bounded(monkeypatch):
+    """The front keeps whole bodies in memory: their total per worker is capped
+    (DATARAILROAD_BUFFER_BYTES), past which a new body is a 503 until others are answered."""
+    from server import front
+
+    monkeypatch.setenv("DATARAILROAD_BUFFER_BYTES", "1000")
+    first = {"wsgi.input": io.BytesIO(b"a" * 600)}
+    assert front.read_body(first, 600, 10_000) == b"a" * 600
+    second = {"wsgi.input": io.BytesIO(b"b" * 600)}
+    with pytest.raises(front.BodyError) as busy:
+        front.read_body(second, 600, 10_000)
+    assert busy.value.status == 503 and busy.value.code == "server_busy" and second[front.CLOSE_CONNECTION]
+    front.release(first)
+    third = {"wsgi.input": io.BytesIO(b"c" * 600)}
+    assert front.read_body(third, 600, 10_000) == b"c" * 600
+    front.release(third)
+
+
+def test_pixel_limit_413_cites_our_setting(api_models):
+    """Past the pixel limit, and far past it (where Pillow itself refuses the file), the 413
+    names DATARAILROAD_MAX_IMAGE_PIXELS, not Pillow's limit."""
+    from server import create_app
+    from tests.api_helpers import png_bomb
+
+    client = create_app({"MODELS_DIR": next(iter(api_models.values())).parent, "TESTING": True}).test_client()
+    for bomb in (png_bomb(8000, 8000), png_bomb(20000, 20000)):  # 64 M pixels; 400 M (Pillow's bomb error)
+        response = client.post("/api/v1/classify", data=bomb, headers={"Content-Type": "image/png"})
+        error = response.get_json()["error"]
+        assert response.status_code == 413 and error["code"] == "image_too_large"
+        assert "DATARAILROAD_MAX_IMAGE_PIXELS" in error["message"] and "DOS" not in error["message"], error
