@@ -74,7 +74,19 @@ def offload(fn, *args):
     event loop. The thread sees this request's context (Flask's ``request``, ``current_app``)."""
     if _pool is None or threading.get_ident() != _hub_thread:
         return fn(*args)
-    return _pool.spawn(contextvars.copy_context().run, fn, *args).get()
+    ok, value = _pool.spawn(_outcome, contextvars.copy_context(), fn, args).get()
+    if ok:
+        return value
+    raise value
+
+
+def _outcome(context, fn, args) -> tuple[bool, object]:
+    """The result or the exception, raised again by the waiting greenlet (gevent's pool would
+    also print a traceback for every exception, 4xx answers included)."""
+    try:
+        return True, context.run(fn, *args)
+    except Exception as exc:
+        return False, exc
 
 
 # ---------------------------------------------------------------------------- body
