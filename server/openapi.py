@@ -1,12 +1,19 @@
 """The OpenAPI 3.1 document of /api/v1 (served at /api/v1/openapi.json).
 
 Schemas are JSON Schema 2020-12 (OpenAPI 3.1's dialect): tests validate real responses
-against them with jsonschema. The result schemas are the pages' result objects
-(README "The server API") plus ``model``, ``image`` and ``timing_ms``.
+against them with jsonschema, and schemathesis (`--checks all`, tests/test_openapi_schemathesis.py)
+checks that every request the document calls valid is answered 2xx and every invalid one 4xx.
+So the document promises only what the server accepts: an image body of a declared image type
+(application/octet-stream is accepted too but not declared: it admits any bytes), and the
+parameters that depend on the installed default models (the in-graph NMS IoU of the default
+detector, the default classifier's class count, the installed hand-model variants) as they are.
+The result schemas are the pages' result objects (README "The server API") plus ``model``,
+``image`` and ``timing_ms``.
 """
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from functools import lru_cache
 
 NUMBER_01 = {"type": "number", "minimum": 0, "maximum": 1}
@@ -21,27 +28,33 @@ def _param(name: str, schema: dict, description: str) -> dict:
     return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
 
 
-MODEL_PARAM = _param("model", {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
-                     "installed model id (GET /api/v1/models); default: the first installed float32 model "
-                     "of the task")
+def _model_param(ids: tuple[str, ...]) -> dict:
+    """The installed models of the task (another id: 404 unknown_model, or 400 wrong_task)."""
+    schema = {"type": "string", "enum": list(ids)} if ids else \
+        {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"}
+    return _param("model", schema, "installed model id of the task (GET /api/v1/models); default: the first "
+                                    "installed float32 model of the task")
 
-IMAGE_BODY_DOC = ("The image (JPEG, PNG or WebP; EXIF orientation is applied) as the multipart field `image`, "
-                  "or as the raw request body. Parameters go in the query string or, with multipart, as form "
-                  "fields (a form field wins over the query). Limits: the request body "
-                  "(DATARAILROAD_MAX_UPLOAD_BYTES, 10 MB -> 413) and the decoded size "
-                  "(DATARAILROAD_MAX_IMAGE_PIXELS, 40 M pixels -> 413).")
+IMAGE_BODY_DOC = ("The image (JPEG, PNG or WebP; EXIF orientation is applied) as the raw request body, "
+                  "Content-Type image/jpeg, image/png or image/webp (application/octet-stream too: the bytes "
+                  "decide), or as the file part `image` of a multipart/form-data body, whose other fields may "
+                  "carry the parameters below (a form field wins over the query; same rules). Limits: the "
+                  "request body (DATARAILROAD_MAX_UPLOAD_BYTES, 10 MB -> 413), the decoded size "
+                  "(DATARAILROAD_MAX_IMAGE_PIXELS, 40 M pixels -> 413) and the aspect ratio (the longer side "
+                  "at most 100 times the shorter -> 422 image_aspect_ratio).")
 
 
-def _body(fields: dict) -> dict:
-    form = {"type": "object", "required": ["image"],
-            "properties": {"image": {"type": "string", "contentMediaType": "application/octet-stream",
-                                     "description": "the image file"},
-                           **{k: {"type": "string", "description": v} for k, v in fields.items()}}}
-    raw = {"type": "string", "contentMediaType": "application/octet-stream"}
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/webp")
+
+
+def _body() -> dict:
+    """The image as a raw body of a declared image type, never empty. Multipart (field `image`)
+    and application/octet-stream are accepted too (IMAGE_BODY_DOC) but not declared: their
+    schema could only say "any bytes", and bytes that are no image get 415, so the document
+    would promise more than the server accepts."""
+    raw = {"type": "string", "format": "binary", "minLength": 1}
     return {"required": True, "description": IMAGE_BODY_DOC,
-            "content": {"multipart/form-data": {"schema": form},
-                        "image/jpeg": {"schema": raw}, "image/png": {"schema": raw},
-                        "image/webp": {"schema": raw}, "application/octet-stream": {"schema": raw}}}
+            "content": {media_type: {"schema": raw} for media_type in IMAGE_TYPES}}
 
 
 ERRORS = {
@@ -52,16 +65,16 @@ ERRORS = {
     "413": _error("upload over the size limit (payload_too_large) or image over the pixel limit "
                   "(image_too_large)"),
     "415": _error("not a JPEG, PNG or WebP image, or an unsupported Content-Type"),
-    "422": _error("truncated or corrupt image (unprocessable_image)"),
+    "422": _error("truncated or corrupt image (unprocessable_image), or a side over 100 times the other "
+                  "(image_aspect_ratio)"),
     "503": _error("no model of the task installed (no_model) or its artifact fails to load (model_unavailable)"),
 }
 
 
 def _operation(summary: str, description: str, params: list[dict], result: str) -> dict:
-    fields = {p["name"]: p["description"] for p in params}
     return {
         "summary": summary, "description": description, "parameters": params,
-        "requestBody": _body(fields),
+        "requestBody": _body(),
         "responses": {"200": {"description": "the result, in the pages' schema",
                               "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{result}"}}}},
                       **ERRORS},
@@ -150,9 +163,14 @@ SCHEMAS = {
 }
 
 
-@lru_cache(maxsize=1)
-def _document() -> dict:
+@lru_cache(maxsize=8)
+def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, ...],
+              models: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]) -> dict:
     score = NUMBER_01
+    detectors, classifiers, hand_models = (_model_param(ids) for ids in models)
+    # A detector with NMS in its graph accepts only its own IoU (else 400).
+    iou = {"type": "number", "enum": [nms_iou]} if nms_iou is not None else score
+    top_k = {"type": "integer", "minimum": 1, **({"maximum": classes} if classes else {})}
     return {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -171,27 +189,28 @@ def _document() -> dict:
                 "Letterbox per the manifest, the detector, NMS, boxes back in source pixels (as the detect page). "
                 "Models with NMS in the graph (yolov5n) have a fixed IoU and score floor: `iou` must be omitted "
                 "or equal the model's, scores below the floor never appear.",
-                [MODEL_PARAM,
+                [detectors,
                  _param("score", score, "minimum score (default: the manifest's, 0.25)"),
-                 _param("iou", score, "NMS IoU threshold (default: the manifest's)"),
+                 _param("iou", iou, "NMS IoU threshold (default: the manifest's; the default model's own "
+                                    "when it runs NMS in its graph)"),
                  _param("max_det", {"type": "integer", "minimum": 1, "maximum": 1000},
                         "maximum detections (default 100; in-graph NMS caps it at its own row count)")],
                 "DetectResult")},
             "/api/v1/classify": {"post": _operation(
                 "Image classification", "Centre crop per the manifest, the classifier, top-k (as the classify page).",
-                [MODEL_PARAM, _param("top_k", {"type": "integer", "minimum": 1},
+                [classifiers, _param("top_k", top_k,
                                      "number of classes returned (default 5, at most the model's class count)")],
                 "ClassifyResult")},
             "/api/v1/hands": {"post": _operation(
                 "Hand landmarks",
                 "MediaPipe Hands (palm detector + landmark model) with the decoding of "
                 "@tensorflow-models/hand-pose-detection in static-image mode, as the hands page runs it.",
-                [MODEL_PARAM,
+                [hand_models,
                  _param("score", score, "minimum hand presence score (default 0.5, the library's)"),
                  _param("detect_score", score, "palm detection score cut, MediaPipe's min_detection_confidence "
                                                "(default 0.5, the library's); the hands page's slider"),
                  _param("max_det", {"type": "integer", "minimum": 1, "maximum": 10}, "maximum hands (default 2)"),
-                 _param("variant", {"type": "string", "enum": ["full", "lite"]}, "model pair (default full)")],
+                 _param("variant", {"type": "string", "enum": list(variants)}, "model pair (default full)")],
                 "HandsResult")},
             "/api/v1/openapi.json": {"get": {"summary": "This document",
                                              "responses": {"200": {"description": "OpenAPI 3.1 document"}}}},
@@ -200,5 +219,31 @@ def _document() -> dict:
     }
 
 
+def installed_defaults() -> tuple:
+    """What the installed models of each task accept (server/inference: DetectRunner.options,
+    ClassifyRunner's class count, HandsRunner.variants), read from their manifests without
+    loading one: (in-graph NMS IoU or None, smallest class count or None, hand variants all
+    offer, (detect, classify, handpose model ids))."""
+    from flask import current_app, has_app_context
+
+    from . import manifests
+    from .inference.classify import class_count
+    from .inference.detect import nms_defaults
+    from .inference.hands import VARIANTS
+
+    if not has_app_context():
+        return None, None, VARIANTS, ((), (), ())
+    installed = [m for m in manifests.load_all(Path(current_app.config["MODELS_DIR"])) if m.get("server")]
+
+    def of(task):
+        return [m for m in installed if m.get("task") == task]
+
+    in_graph = sorted({nms_defaults(m)["iou"] for m in of("detect") if (m.get("outputs") or {}).get("format") == "nms"})
+    classes = [class_count(m) for m in of("classify")]
+    variants = [v for v in VARIANTS if all(f"detector_{v}" in m["server"].get("models", {}) for m in of("handpose"))]
+    return (in_graph[0] if in_graph else None, min(classes) if classes else None, tuple(variants or VARIANTS),
+            tuple(tuple(m["id"] for m in of(task)) for task in ("detect", "classify", "handpose")))
+
+
 def document() -> dict:
-    return copy.deepcopy(_document())
+    return copy.deepcopy(_document(*installed_defaults()))

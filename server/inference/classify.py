@@ -27,6 +27,12 @@ def top_k(values: np.ndarray, k: int) -> list[int]:
     return [int(i) for i in order[:k]]
 
 
+def class_count(manifest: dict) -> int:
+    """The classifier's output size (its first output tensor), else its label count."""
+    tensors = (manifest.get("outputs") or {}).get("tensors")
+    return int(np.prod(tensors[0]["shape"][1:])) if tensors else len(manifest.get("labels") or [])
+
+
 class ClassifyRunner(Runner):
     task = "classify"
 
@@ -40,8 +46,7 @@ class ClassifyRunner(Runner):
         self.model = self.load_tflite(server["model"])
         self.output_key = server.get("output") if server.get("output") in self.model.output_keys \
             else self.model.output_keys[0]
-        self.num_classes = int(np.prod(manifest["outputs"]["tensors"][0]["shape"][1:])) \
-            if manifest["outputs"].get("tensors") else len(self.labels)
+        self.num_classes = class_count(manifest)
         self.defaults = {"top_k": min(DEFAULT_TOP_K, self.num_classes)}
 
     def __call__(self, image: np.ndarray, k: int | None = None) -> dict:

@@ -40,11 +40,7 @@ class DetectRunner(Runner):
             raise ValueError(f"detector output format {self.format!r} is not one of {FORMATS}")
         self.labels = list(manifest.get("labels") or [])
         self.model = self.load_tflite(manifest["server"]["model"])
-        nms = manifest.get("nms") or {}
-        # Page defaults (templates/detect.html: score 0.25, IoU 0.45, 100 boxes) unless the
-        # manifest says otherwise.
-        self.defaults = {"score": float(nms.get("score", 0.25)), "iou": float(nms.get("iou", 0.45)),
-                         "max_det": int(nms.get("max_det", 100))}
+        self.defaults = nms_defaults(manifest)
 
     def options(self, score: float | None, iou: float | None, max_det: int | None) -> DetectOptions:
         """Request parameters -> options (already range-checked by the API), or ParameterError."""
@@ -78,6 +74,14 @@ class DetectRunner(Runner):
     def _decode_raw(self, outputs, transform, width, height, opts: DetectOptions) -> list[dict]:
         agnostic = self.manifest.get("nms", {}).get("agnostic", True) is not False
         return decode_raw(next(iter(outputs.values())), self.labels, transform, width, height, opts, agnostic)
+
+
+def nms_defaults(manifest: dict) -> dict:
+    """Page defaults (templates/detect.html: score 0.25, IoU 0.45, 100 boxes) unless the
+    manifest says otherwise."""
+    nms = manifest.get("nms") or {}
+    return {"score": float(nms.get("score", 0.25)), "iou": float(nms.get("iou", 0.45)),
+            "max_det": int(nms.get("max_det", 100))}
 
 
 # ---------------------------------------------------------------------------- decoding, as static/js/detector.js
