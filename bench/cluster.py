@@ -11,6 +11,9 @@ POST /api/v1/detect with bus.jpg as a raw JPEG body; every interpreter runs 1 th
 Sections 2 and 3 alternate their two configurations over --rounds rounds (a redeploy between),
 so load from elsewhere on the machine hits both alike. On 2 cores the ceiling of 2 vs 1
 replica is about 2x (README "Scaling out": what a cluster of machines gives).
+Each throughput line also gives the CPU time the processes spent per request (/proc, by
+role: model replicas, ingress, proxy, Ray's daemons; gunicorn's workers), which other load
+on the machine does not change the way it changes req/s.
 
 usage: .venv/bin/python bench/cluster.py [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
 Ports: HTTP 8433 (Serve) and 8434 (gunicorn), Ray 6394-6395 and 10600-10799.
@@ -31,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from server.cluster.local import LocalCluster, down  # noqa: E402
+from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
 
 SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
 JPEG = {"Content-Type": "image/jpeg"}
@@ -127,18 +130,71 @@ def detect_options(replicas: int, batch: int) -> dict:
     return {"detect": {"num_replicas": replicas, "user_config": {"threads": 1, "max_batch_size": batch}}}
 
 
-def alternate(cluster: LocalCluster, configs: dict, rounds: int, seconds: float, body: bytes) -> dict:
-    """{label: [req/s per round]}: the configurations take turns, each warmed up first."""
+def process_role(pid: int) -> str | None:
+    try:
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+    except OSError:
+        return None
+    if title.startswith("ray::ServeReplica:"):
+        return "ingress" if title.endswith(":Ingress") else "model replicas"
+    return "proxy" if title.startswith("ray::ProxyActor") else "Ray daemons"
+
+
+def cpu_seconds(pids: list[int], role=process_role) -> Counter:
+    """utime + stime of ``pids`` by role, from /proc/<pid>/stat."""
+    tick, total = os.sysconf("SC_CLK_TCK"), Counter()
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        name = role(pid)
+        if name:
+            total[name] += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getpgid(int(entry.name)) == pgid:
+                pids.append(int(entry.name))
+        except OSError:
+            pass
+    return pids
+
+
+def measured_load(port: int, seconds: float, body: bytes, pids, role=process_role):
+    """8-client load on /api/v1/detect: (req/s, statuses, {role: CPU ms per request})."""
+    pids = pids()
+    before = cpu_seconds(pids, role)
+    rate, statuses = load(port, 8, seconds, [("/api/v1/detect", body)])
+    used = cpu_seconds(pids, role) - before
+    return rate, statuses, {k: 1e3 * v / max(1, statuses[200]) for k, v in used.items()}
+
+
+def alternate(cluster: LocalCluster, configs: dict, rounds: int, seconds: float, body: bytes):
+    """({label: [req/s per round]}, {label: {role: CPU ms per request}}): the configurations
+    take turns, each warmed up first."""
     rates: dict[str, list[float]] = {label: [] for label in configs}
+    cpu: dict[str, Counter] = {label: Counter() for label in configs}
     for _ in range(rounds):
         for label, options in configs.items():
             cluster.deploy(options)
             load(cluster.http_port, 8, 3, [("/api/v1/detect", body)])  # warm-up
-            rate, statuses = load(cluster.http_port, 8, seconds, [("/api/v1/detect", body)])
+            rate, statuses, ms = measured_load(cluster.http_port, seconds, body,
+                                               lambda: cluster_processes(cluster.state_dir))
             if set(statuses) != {200}:
                 print(f"  ! {label}: {dict(statuses)}")
             rates[label].append(rate)
-    return rates
+            cpu[label].update({k: v / rounds for k, v in ms.items()})
+    return rates, cpu
+
+
+def cpu_line(ms: dict) -> str:
+    return f"CPU ms/request {sum(ms.values()):5.0f} = " + " + ".join(f"{k} {v:.0f}" for k, v in sorted(ms.items()))
 
 
 def main() -> None:
@@ -148,6 +204,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--runs", type=int, default=30, help="latency requests per server")
     parser.add_argument("--soak", type=float, default=60, help="seconds of the 16-client load; 0 skips it")
+    parser.add_argument("--ray-env", action="append", default=[], metavar="NAME=VALUE",
+                        help="more environment for the Ray nodes (Ray system settings: RAY_...)")
     args = parser.parse_args()
     models = Path(args.models).resolve()
     if not (models / "yolov5n" / "manifest.json").is_file():
@@ -165,7 +223,7 @@ def main() -> None:
                            # Ray runs workers at niceness 15 (its daemons stay responsive); gunicorn's
                            # workers run at 0. On a machine shared with other work that alone would
                            # decide the comparison, so the replicas run at 0 here too.
-                           env={"RAY_worker_niceness": "0"})
+                           env={"RAY_worker_niceness": "0", **dict(e.split("=", 1) for e in args.ray_env)})
     try:
         print(f"2-node local Ray Serve cluster vs gunicorn ({os.cpu_count()} cores), YOLOv5n, bus.jpg")
         cluster.up(detect_options(2, 4))
@@ -185,23 +243,26 @@ def main() -> None:
             q = statistics.quantiles(samples[port], n=10)
             print(f"   {name:<10} {statistics.median(samples[port]):7.1f} / {q[-1]:7.1f}")
         print(f"   Serve / gunicorn: {s / g:.2f}x the latency (+{s - g:.1f} ms: proxy, ingress, model hop)")
-        gunicorn_rate, _ = load(GUNICORN_PORT, 8, args.seconds, [("/api/v1/detect", bus)])
+        gunicorn_rate, _, gunicorn_cpu = measured_load(GUNICORN_PORT, args.seconds, bus,
+                                                       lambda: group_pids(gunicorn.pid), lambda pid: "gunicorn")
         gunicorn.terminate()
         gunicorn.wait(30)
 
         # 2. replicas, 3. batching
-        replicas = alternate(cluster, {"1 replica": detect_options(1, 4), "2 replicas": detect_options(2, 4)},
+        replicas, replicas_cpu = alternate(cluster, {"1 replica": detect_options(1, 4), "2 replicas": detect_options(2, 4)},
                              args.rounds, args.seconds, bus)
-        batching = alternate(cluster, {"batch 4": detect_options(2, 4), "no batching": detect_options(2, 1)},
+        batching, batching_cpu = alternate(cluster, {"batch 4": detect_options(2, 4), "no batching": detect_options(2, 1)},
                              args.rounds, args.seconds, bus)
         print(f"\n2. throughput, 8 clients, 1 thread per replica (req/s per round; {args.seconds:g} s each)")
         for label, rates in replicas.items():
-            print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}")
+            print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}   "
+                  f"{cpu_line(replicas_cpu[label])}")
         print(f"   2 / 1 replica: {statistics.mean(replicas['2 replicas']) / statistics.mean(replicas['1 replica']):.2f}x"
-              f"   (gunicorn, 2 workers x 1 thread: {gunicorn_rate:.2f} req/s)")
+              f"   (gunicorn, 2 workers x 1 thread: {gunicorn_rate:.2f} req/s, {cpu_line(gunicorn_cpu)})")
         print("\n3. throughput, 8 clients, 2 replicas: @serve.batch(max_batch_size=4) vs none")
         for label, rates in batching.items():
-            print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}")
+            print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}   "
+                  f"{cpu_line(batching_cpu[label])}")
         print(f"   batch / none: {statistics.mean(batching['batch 4']) / statistics.mean(batching['no batching']):.2f}x")
 
         # 4. soak
@@ -210,7 +271,7 @@ def main() -> None:
             cluster.deploy({name: {"num_replicas": n} for name, n in (("detect", 2), ("classify", 1),
                                                                      ("handpose", 1))})
             mixed = [("/api/v1/detect", bus), ("/api/v1/classify", bus), ("/api/v1/hands", photo("zidane.jpg"))]
-            load(SERVE_PORT, 16, 5, mixed)  # warm-up
+            load(SERVE_PORT, 16, 20, mixed)  # warm-up: interpreters' arenas and caches fill first
             samples, statuses, done = [(0.0, replica_rss_mb(cluster))], Counter(), threading.Event()
 
             def sample():
@@ -233,7 +294,8 @@ def main() -> None:
                 row = " ".join(f"{s[name]:6.0f}" if name in s else "     -" for _, s in samples)
                 first = next(s[name] for _, s in samples if name in s)
                 last = next(s[name] for _, s in reversed(samples) if name in s)
-                print(f"   {name:<22} {row}   (end - start {last - first:+.0f} MB)")
+                mid = next(s[name] for t, s in samples if name in s and t >= args.soak / 2)
+                print(f"   {name:<22} {row}   (start -> end {last - first:+.0f} MB, second half {last - mid:+.0f} MB)")
     finally:
         if gunicorn.poll() is None:
             gunicorn.terminate()

@@ -31,6 +31,10 @@ CONFIG = Path(__file__).with_name("serve.yaml")
 STATE_ROOT = ROOT / ".cluster"
 APP = "datarailroad"
 MARKER = "DATARAILROAD_CLUSTER"
+# A decoded upload up to this size goes from the ingress to the model replica inside the call
+# itself, not through the object store (Ray's default is 100 KB): that halves the CPU Ray's
+# own processes spend per request (bench/cluster.py). Bigger images still take the store.
+INLINE_ARGS_BYTES = 10 * 1024 * 1024
 
 
 @dataclass
@@ -82,6 +86,7 @@ class LocalCluster:
         env[MARKER] = str(self.state_dir)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env["RAY_USAGE_STATS_ENABLED"] = "0"
+        env.setdefault("RAY_max_direct_call_object_size", str(INLINE_ARGS_BYTES))
         if self.models_dir:
             env["DATARAILROAD_MODELS"] = str(Path(self.models_dir).resolve())
         return env
