@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -86,6 +87,19 @@ def default_threads() -> int:
     return max(1, cpus // max(1, workers))
 
 
+def default_batch() -> int:
+    """DATARAILROAD_BATCH: at most this many concurrent single-input runs of a model are
+    stacked into one invoke (default 1: no batching). bench/server.py measures it: on CPU
+    XNNPACK a batch costs about its size in single runs, and yolov5n's graph has a fixed
+    batch of 1, so it raises no throughput here and stays off."""
+    return max(1, int(os.environ.get("DATARAILROAD_BATCH", 1)))
+
+
+def default_batch_wait() -> float:
+    """DATARAILROAD_BATCH_WAIT_MS (default 2): how long a batch waits for more runs."""
+    return max(0.0, float(os.environ.get("DATARAILROAD_BATCH_WAIT_MS", 2))) / 1e3
+
+
 def default_pool_size() -> int:
     """Interpreters per model and worker: DATARAILROAD_INTERPRETERS, default 1. With one
     worker per core the CPUs are busy anyway; a second interpreter (XNNPACK repacks the
@@ -138,6 +152,8 @@ class LiteRTModel:
         self.output_keys = list(first.outputs)
         self._created = 1
         self._idle.put(first)
+        batch = default_batch() if len(self.input_keys) == 1 else 1
+        self._batcher = _Batcher(self, batch, default_batch_wait()) if batch > 1 else None
 
     def _take(self) -> _Instance:
         try:
@@ -167,9 +183,91 @@ class LiteRTModel:
             self._idle.put(instance)
 
     def run1(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        """Single-input models: feed ``x`` to the one input."""
+        """Single-input models: feed ``x`` to the one input (batched with concurrent calls
+        when DATARAILROAD_BATCH > 1)."""
+        if self._batcher is not None:
+            return self._batcher.run1(x)
         return self.run({self.input_keys[0]: x})
 
     @property
     def interpreters(self) -> int:
         return self._created
+
+
+class _Slot:
+    """One caller's input in a batch, and its answer."""
+
+    def __init__(self, x: np.ndarray):
+        self.x, self.result, self.error, self.done = x, None, None, False
+
+
+class _Batcher:
+    """Stacks concurrent run1() inputs ([1, ...] each) into one invoke of up to max_batch rows.
+
+    The caller at the head of the queue, while no batch runs, leads the next batch: it waits
+    up to ``wait_s`` for more callers (or until max_batch are in), invokes an interpreter
+    resized to that batch, and hands each caller its row. A graph that can't be resized
+    (fixed batch of 1) runs every input on its own, as without batching."""
+
+    def __init__(self, model: LiteRTModel, max_batch: int, wait_s: float):
+        self.model, self.max_batch, self.wait_s = model, max_batch, wait_s
+        self._cond = threading.Condition()
+        self._pending: list[_Slot] = []
+        self._leading = False
+        self._instances: dict[int, _Instance | None] = {}  # batch size -> interpreter (None: can't)
+
+    def run1(self, x: np.ndarray) -> dict[str, np.ndarray]:
+        slot = _Slot(x)
+        with self._cond:
+            self._pending.append(slot)
+            self._cond.notify_all()
+            while not slot.done and (self._leading or self._pending[0] is not slot):
+                self._cond.wait()
+            if not slot.done:  # lead the next batch
+                self._leading = True
+                deadline = time.monotonic() + self.wait_s
+                while len(self._pending) < self.max_batch and time.monotonic() < deadline:
+                    self._cond.wait(deadline - time.monotonic())
+                batch = self._pending[:self.max_batch]
+                del self._pending[:len(batch)]
+        if not slot.done:
+            self._run(batch)
+            with self._cond:
+                self._leading = False
+                self._cond.notify_all()
+        if slot.error is not None:
+            raise slot.error
+        return slot.result
+
+    def _run(self, batch: list[_Slot]) -> None:
+        try:
+            instance = self._instance(len(batch)) if len(batch) > 1 else None
+            if instance is None:
+                for s in batch:
+                    s.result = self.model.run({self.model.input_keys[0]: s.x})
+            else:
+                outputs = instance.run({self.model.input_keys[0]: np.concatenate([s.x for s in batch])})
+                for i, s in enumerate(batch):
+                    s.result = {k: v[i:i + 1] for k, v in outputs.items()}
+        except Exception as exc:  # every caller of the batch gets it
+            for s in batch:
+                s.error = exc
+        with self._cond:
+            for s in batch:
+                s.done = True
+
+    def _instance(self, n: int) -> _Instance | None:
+        """An interpreter with the input resized to [n, ...], or None when the graph can't be
+        (its outputs must then have n rows too)."""
+        if n not in self._instances:
+            try:
+                inst = _Instance(self.model.path, self.model.threads)
+                (index, _, shape), = inst.inputs.values()
+                inst.interpreter.resize_tensor_input(index, [n, *shape[1:]])
+                inst.interpreter.allocate_tensors()
+                outputs = inst.interpreter.get_output_details()
+                inst = inst if all(len(d["shape"]) and d["shape"][0] == n for d in outputs) else None
+            except (RuntimeError, ValueError):
+                inst = None
+            self._instances[n] = inst
+        return self._instances[n]
