@@ -7,10 +7,15 @@
    on the same JPEG bytes: decode + letterbox + model + NMS + boxes in source pixels for
    both; the API figure also includes HTTP and JSON. Interleaved, same thread count.
    Target: API >= 1.5x faster.
-2. Throughput of /api/v1/detect with 1 vs 2 gunicorn workers (same total threads).
+2. Throughput of /api/v1/detect with 1 vs 2 gunicorn workers (same total threads), at
+   --clients concurrent clients (default 8).
+3. Dynamic batching (server/inference/litert.py, DATARAILROAD_BATCH): req/s of
+   /api/v1/detect (yolov5n) and /api/v1/classify (efficientnet-lite0, when installed) at
+   --clients clients, without and with batching (up to 4 runs an invoke), 1 worker, 4 model
+   threads and the same LiteRT threads either way.
 
 usage: .venv/bin/python bench/server.py [--weights ../shared/models/yolov5n.pt] [--runs 30]
-       [--threads 2] [--seconds 15] [--clients 4] [--models DIR]
+       [--threads 2] [--seconds 15] [--clients 8] [--models DIR]
 The yolov5n model folder is taken from --models (default ./models) or built there.
 """
 from __future__ import annotations
@@ -39,9 +44,10 @@ def free_port() -> int:
 
 
 class Gunicorn:
-    def __init__(self, models: Path, workers: int, infer_threads: int):
+    def __init__(self, models: Path, workers: int, infer_threads: int, extra_env: dict | None = None):
         self.port = free_port()
-        env = {**os.environ, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_INFER_THREADS": str(infer_threads)}
+        env = {**os.environ, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_INFER_THREADS": str(infer_threads),
+               **(extra_env or {})}
         self.proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", "--bind",
              f"127.0.0.1:{self.port}", "--workers", str(workers), "--access-logfile", "/dev/null",
@@ -59,9 +65,16 @@ class Gunicorn:
         own = conn is None
         conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         try:
-            conn.request(method, path, body=body, headers={"Content-Type": "image/jpeg"} if body else {})
-            response = conn.getresponse()
-            return response.status, response.read()
+            for attempt in (0, 1):
+                try:
+                    conn.request(method, path, body=body, headers={"Content-Type": "image/jpeg"} if body else {})
+                    response = conn.getresponse()
+                    return response.status, response.read()
+                except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                    # the server closed an idle keep-alive connection (DATARAILROAD_IDLE_TIMEOUT)
+                    conn.close()
+                    if attempt:
+                        raise
         finally:
             if own:
                 conn.close()
@@ -155,7 +168,7 @@ def iou(a, b) -> float:
     return iw * ih / union if union > 0 else 0.0
 
 
-def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int) -> dict:
+def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int, path: str = "/api/v1/detect") -> dict:
     stop_at = time.time() + seconds
     counts, errors = [0] * clients, [0] * clients
 
@@ -163,7 +176,7 @@ def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int) -> d
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         while time.time() < stop_at:
             try:
-                status, _ = server.post("/api/v1/detect", jpeg, conn=conn)
+                status, _ = server.post(path, jpeg, conn=conn)
                 counts[i] += 1
                 errors[i] += status != 200
             except (OSError, http.client.HTTPException):
@@ -189,7 +202,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30, help="timed runs per image and side")
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for LiteRT and for PyTorch")
     parser.add_argument("--seconds", type=float, default=15, help="per throughput measurement")
-    parser.add_argument("--clients", type=int, default=4, help="concurrent clients for throughput")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients for throughput")
     args = parser.parse_args()
 
     from converters import pipeline
@@ -260,6 +273,28 @@ def main() -> int:
         print(f"  {workers} worker(s) x {max(1, args.threads // workers)} LiteRT thread(s): {r['rps']:.2f} req/s "
               f"({r['requests']} requests, {r['errors']} errors)")
     print(f"  2 workers vs 1: {results[2]['rps'] / max(results[1]['rps'], 1e-9):.2f}x")
+
+    print(f"\n3. dynamic batching, {args.clients} clients, {args.seconds:.0f} s each, 1 worker x "
+          f"{args.threads} LiteRT thread(s)")
+    # The same 4 model threads per worker either way: only the stacking differs.
+    batching = {"without": {"DATARAILROAD_BATCH": "1", "DATARAILROAD_THREADS": "4"},
+                "with": {"DATARAILROAD_BATCH": "4", "DATARAILROAD_THREADS": "4"}}
+    endpoints = [("detect", "/api/v1/detect?model=yolov5n")]
+    if (models / "efficientnet-lite0" / "manifest.json").is_file():
+        endpoints.append(("classify", "/api/v1/classify?model=efficientnet-lite0"))
+    for task, path in endpoints:
+        rps = {}
+        for label, env in batching.items():
+            server = Gunicorn(models, workers=1, infer_threads=args.threads, extra_env=env)
+            try:
+                for _ in range(3):
+                    server.post(path, images["bus.jpg"])
+                rps[label] = throughput(server, images["bus.jpg"], args.seconds, args.clients, path)
+            finally:
+                server.stop()
+        print(f"  {task:<9} without {rps['without']['rps']:.2f} req/s, with {rps['with']['rps']:.2f} req/s "
+              f"({rps['with']['rps'] / max(rps['without']['rps'], 1e-9):.2f}x; errors {rps['without']['errors']}"
+              f"/{rps['with']['errors']})")
     print(f"load average {os.getloadavg()[0]:.2f} at end (other processes share these CPUs)")
     return 0
 
