@@ -242,7 +242,7 @@ def main() -> None:
         for name, port in (("gunicorn", GUNICORN_PORT), ("Serve", SERVE_PORT)):
             q = statistics.quantiles(samples[port], n=10)
             print(f"   {name:<10} {statistics.median(samples[port]):7.1f} / {q[-1]:7.1f}")
-        print(f"   Serve / gunicorn: {s / g:.2f}x the latency (+{s - g:.1f} ms: proxy, ingress, model hop)")
+        print(f"   Serve / gunicorn: {s / g:.2f}x the median latency ({s - g:+.1f} ms)")
         gunicorn_rate, _, gunicorn_cpu = measured_load(GUNICORN_PORT, args.seconds, bus,
                                                        lambda: group_pids(gunicorn.pid), lambda pid: "gunicorn")
         gunicorn.terminate()

@@ -78,3 +78,28 @@ def test_gunicorn_from_serve_venv_serves_the_three_tasks(serve_venv, api_models)
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_cluster_node_runs_from_serve_venv(serve_venv, api_models):
+    """A Ray node started from .venv-serve (its `ray`, its Python for every worker) runs the
+    Serve app: the slim install is what a cluster node needs."""
+    import requests
+
+    folder = next(iter(api_models.values())).parent
+    ray_port, http_port = 6396, 8436
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    cli = [serve_venv / "bin/python", "-m", "server.cluster"]
+    try:
+        up = subprocess.run([*cli, "up", "--nodes", "1", "--port", str(http_port), "--ray-port", str(ray_port),
+                             "--node-ports", "10800", "--models", str(folder)], cwd=ROOT, env=env, timeout=300,
+                            capture_output=True, text=True)
+        assert up.returncode == 0, (up.stdout + up.stderr)[-3000:]
+        reference = create_app({"MODELS_DIR": folder, "TESTING": True}).test_client()
+        data = photo_bytes("bus.jpg")
+        got = requests.post(f"http://127.0.0.1:{http_port}/api/v1/classify", data=data,
+                            headers={"Content-Type": "image/jpeg"}, timeout=60)
+        want = reference.post("/api/v1/classify", data=data, content_type="image/jpeg")
+        assert got.status_code == 200, got.text[:300]
+        assert without_timing(got.json()) == without_timing(want.get_json())
+    finally:
+        subprocess.run([*cli, "down", "--ray-port", str(ray_port)], cwd=ROOT, env=env, timeout=120)

@@ -14,7 +14,7 @@ def main(argv=None) -> None:
     up.add_argument("--port", type=int, default=8300, help="HTTP port of the app")
     up.add_argument("--ray-port", type=int, default=6380, help="GCS port (dashboard: +1)")
     up.add_argument("--node-ports", type=int, default=10000, help="node i uses this + 100*i .. +99")
-    up.add_argument("--cpus-per-node", type=int, default=2)
+    up.add_argument("--cpus-per-node", type=int, help="logical CPUs per node (default: serve.yaml's minimum fits)")
     up.add_argument("--object-store-mb", type=int, default=300)
     up.add_argument("--models", help="models folder of every node (default: DATARAILROAD_MODELS or ./models)")
     stop = sub.add_parser("down", help="stop the cluster on --ray-port")

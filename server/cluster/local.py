@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 import signal
@@ -43,7 +44,7 @@ class LocalCluster:
     http_port: int = 8300
     ray_port: int = 6380
     node_ports: int = 10000
-    cpus_per_node: int = 2          # logical CPUs Ray schedules replicas on, per node
+    cpus_per_node: int | None = None  # logical CPUs per node (default: serve.yaml's minimum replicas fit)
     object_store_mb: int = 300      # per node: requests carry decoded images only
     models_dir: str | None = None   # DATARAILROAD_MODELS of every node (default: ./models)
     env: dict = field(default_factory=dict)  # more environment for every node (DATARAILROAD_*)
@@ -67,10 +68,17 @@ class LocalCluster:
 
     # ------------------------------------------------------------------------ nodes
 
+    def cpus(self) -> int:
+        """Logical CPUs per node: what serve.yaml's minimum replica counts reserve, spread over
+        the nodes (at least 2 each). These nodes share this machine's cores anyway."""
+        if self.cpus_per_node:
+            return self.cpus_per_node
+        return max(2, math.ceil(reserved_cpus(yaml.safe_load(CONFIG.read_text())) / self.nodes))
+
     def node_command(self, i: int) -> list[str]:
         base = self.node_ports + 100 * i
         cmd = [str(Path(sys.executable).with_name("ray")), "start", "--node-ip-address=127.0.0.1",
-               f"--num-cpus={self.cpus_per_node}", f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
+               f"--num-cpus={self.cpus()}", f"--object-store-memory={self.object_store_mb * 1024 * 1024}",
                f"--temp-dir={self.temp_dir(i)}", f"--node-manager-port={base}", f"--object-manager-port={base + 1}",
                f"--dashboard-agent-listen-port={base + 2}", f"--dashboard-agent-grpc-port={base + 3}",
                f"--runtime-env-agent-port={base + 4}", f"--metrics-export-port={base + 5}",
@@ -175,6 +183,16 @@ class LocalCluster:
             down(self.ray_port)
             raise
         return self
+
+
+def reserved_cpus(config: dict) -> float:
+    """CPUs the deployments of a Serve config reserve at their minimum replica counts."""
+    total = 0.0
+    for app in config["applications"]:
+        for dep in app.get("deployments", []):
+            replicas = dep.get("autoscaling_config", {}).get("min_replicas", dep.get("num_replicas", 1))
+            total += replicas * dep.get("ray_actor_options", {}).get("num_cpus", 1)
+    return total
 
 
 def cluster_processes(state_dir: Path) -> list[int]:
