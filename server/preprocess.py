@@ -151,8 +151,12 @@ def prepare(image_rgb: np.ndarray, spec: dict) -> tuple[np.ndarray, Transform]:
     scale = np.float32(spec.get("scale", 1.0))
     mean = np.asarray(spec.get("mean", [0.0, 0.0, 0.0]), dtype=np.float32)
     std = np.asarray(spec.get("std", [1.0, 1.0, 1.0]), dtype=np.float32)
-    values = pixels * scale  # then in place: (pixel * scale - mean) / std
-    if mean.any():  # x - 0 and x / 1 are exact: skip those passes
+    # (pixel * scale - mean) / std, in place: pixels is a fresh float32 array of the model
+    # input's size. x * 1, x - 0 and x / 1 are exact: those passes are skipped.
+    values = pixels
+    if scale != 1:
+        values *= scale
+    if mean.any():
         values -= mean
     if (std != 1).any():
         values /= std
