@@ -1,4 +1,4 @@
-"""server/inference/litert.py dynamic batching (DATARAILROAD_BATCH): concurrent runs of a
+"""server/inference/litert.py dynamic batching (LiteRTModel.batch): concurrent runs of a
 model stacked into one invoke give every caller its own answer, the same as run alone; a
 graph with a fixed batch of 1 (yolov5n) runs them one by one."""
 from __future__ import annotations
@@ -12,16 +12,15 @@ from tests.api_helpers import api_models  # noqa: F401
 
 
 @pytest.mark.parametrize("model_id", ["efficientnet-lite0", "yolov5n"])
-def test_batched_runs_answer_each_caller(api_models, model_id, monkeypatch):
+def test_batched_runs_answer_each_caller(api_models, model_id):
     from server.inference.litert import LiteRTModel
 
     if model_id not in api_models:
         pytest.skip(f"{model_id} is not built here")
     path = api_models[model_id] / "model.tflite"
     alone = LiteRTModel(path, threads=1)
-    monkeypatch.setenv("DATARAILROAD_BATCH", "4")
-    monkeypatch.setenv("DATARAILROAD_BATCH_WAIT_MS", "20")
     batched = LiteRTModel(path, threads=1)
+    batched.batch(4, 0.02)
     shape = alone.input_shapes[alone.input_keys[0]]
     rng = np.random.default_rng(0)
     inputs = [rng.random(shape, dtype=np.float32) for _ in range(6)]

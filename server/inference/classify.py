@@ -44,6 +44,7 @@ class ClassifyRunner(Runner):
         self.labels = list(manifest.get("labels") or [])
         server = manifest["server"]
         self.model = self.load_tflite(server["model"])
+        self.model.batch()  # concurrent requests share invokes (DATARAILROAD_BATCH, bench/server.py)
         self.output_key = server.get("output") if server.get("output") in self.model.output_keys \
             else self.model.output_keys[0]
         self.num_classes = class_count(manifest)
