@@ -18,7 +18,7 @@ MAX_EXAMPLES = 40
 SEED = 11
 
 
-def test_schemathesis_checks_all_pass(api_models):
+def test_schemathesis_checks_all_pass(api_models, tmp_path):
     cli = Path(sys.executable).parent / "schemathesis"
     if not cli.exists() and shutil.which("schemathesis") is None:
         pytest.skip("schemathesis is not installed (requirements.txt)")
@@ -29,7 +29,7 @@ def test_schemathesis_checks_all_pass(api_models):
         proc = subprocess.run([str(cli if cli.exists() else shutil.which("schemathesis")), "--no-color", "run",
                                f"{url}/api/v1/openapi.json", "--checks", "all", "--max-examples", str(MAX_EXAMPLES),
                                "--seed", str(SEED), "--workers", "1"],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=600, cwd=tmp_path)  # its .schemathesis/ cache
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     assert "No issues found" in out, out[-3000:]
