@@ -161,7 +161,9 @@ export class LiteRtGraph {
       const outputs = Object.values(result);
       live.tensors += outputs.length;
       made.push(...outputs);
-      const keys = outputNames && outputNames.length ? outputNames.map((n) => this.keyOf[n] || n) : this.outputKeys;
+      // A one-output model needs no names: there is nothing to mix up.
+      const byName = outputNames && outputNames.length && this.outputKeys.length > 1;
+      const keys = byName ? outputNames.map((n) => this.keyOf[n] || n) : this.outputKeys;
       return await Promise.all(keys.map(async (key) => {
         const out = result[key];
         if (!out) throw new Error(`the .tflite has no output ${key} (it has ${Object.keys(result).join(', ')})`);
