@@ -115,6 +115,8 @@ async function warmDetector(detector) {
 
 async function openSelectedModel() {
   frames.stopLoop();
+  // The frame in flight still runs on the models: free them once it is done.
+  while (frames.busy) await new Promise((resolve) => setTimeout(resolve, 10));
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   tracker.reset();
