@@ -13,11 +13,14 @@ sys.path.insert(0, str(ROOT))
 from tests.browser import launch, live_server  # noqa: E402
 
 
-def parse_args(description: str, backends=("wasm", "webgl", "cpu")) -> argparse.Namespace:
+def parse_args(description: str, backends=("wasm", "webgl", "cpu"), seconds: float | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", type=Path, default=ROOT / "models", help="models folder (default ./models)")
     parser.add_argument("--backends", nargs="+", default=list(backends))
     parser.add_argument("--frames", type=int, default=20, help="frames measured per backend")
+    parser.add_argument("--threads", type=int, default=2, help="native LiteRT threads (the browser's limit here)")
+    if seconds is not None:
+        parser.add_argument("--seconds", type=float, default=seconds, help="live window per backend")
     return parser.parse_args()
 
 
@@ -38,3 +41,58 @@ def server_and_browser(models: Path, chromium_args=()):
 
 def median(values):
     return statistics.median(values) if values else float("nan")
+
+
+# The bare model on a backend, through the pages' own modules: TF.js graph or .tflite on
+# LiteRT.js, on an input prepared by the page's preprocessing from `sourceId` (a canvas or
+# image on the page; null = zeros). Returns ms per run (input copies included for LiteRT,
+# as in the pages).
+BARE_MODEL_TIMES = """async ([modelId, backend, sourceId, n]) => {
+  const rt = await import('/static/js/runtime.js');
+  const litert = await import('/static/js/litert.js');
+  const {prepareInput} = await import('/static/js/geometry.js');
+  const manifest = await rt.fetchManifest(modelId);
+  await rt.useBackend(backend);
+  const x = sourceId ? prepareInput(document.getElementById(sourceId), manifest.input).input
+                     : tf.zeros(manifest.input.shape);
+  let model;
+  if (rt.isLiteRtBackend(backend)) {
+    const artifact = rt.tfliteArtifact(manifest);
+    model = await litert.loadTflite(artifact.url, backend.replace('litert-', ''), null, artifact.bytes);
+  } else {
+    model = await rt.loadModel(rt.graphUrl(manifest));
+    model.needsAsync = manifest.outputs.execute === 'executeAsync';
+  }
+  const once = async () => {
+    const t0 = performance.now();
+    const out = await rt.runModel(model, x);
+    await (Array.isArray(out) ? out[0] : out).data();
+    tf.dispose(out);
+    return performance.now() - t0;
+  };
+  await once();
+  const times = [];
+  for (let i = 0; i < n; i++) times.push(await once());
+  x.dispose();
+  model.dispose();
+  return times;
+}"""
+
+
+def native_litert_ms(tflite: Path, x, threads: int, n: int) -> float:
+    """Median ms of the same .tflite in native LiteRT (ai-edge-litert) at `threads`."""
+    import time
+
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(tflite), num_threads=threads)
+    interp.allocate_tensors()
+    index = interp.get_input_details()[0]["index"]
+    times = []
+    for i in range(n + 1):
+        t0 = time.perf_counter()
+        interp.set_tensor(index, x)
+        interp.invoke()
+        if i:  # the first run warms up
+            times.append((time.perf_counter() - t0) * 1e3)
+    return median(times)

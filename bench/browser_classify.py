@@ -2,45 +2,31 @@
 
 Bare: median ms of the model on an already prepared 224x224 tensor. Full: median ms per
 image on /classify, from the dropped file to the top-5 bars in the DOM (decode, resize,
-model, top-k, card). Prints full/bare (target <= 1.15).
+model, top-k, card). Prints full/bare per backend (target on litert-wasm <= 1.3), TF.js WASM
+vs LiteRT.js WASM side by side, and the same .tflite in native LiteRT at --threads.
 
-    .venv/bin/python bench/browser_classify.py [--models DIR] [--backends wasm webgl] [--frames 10]
+    .venv/bin/python bench/browser_classify.py [--models DIR] [--backends wasm litert-wasm webgl] [--frames 10]
 """
 from __future__ import annotations
 
-from _browser import median, parse_args, server_and_browser
+from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
+
+import numpy as np
 
 from converters.sources import photo_path
 from tests.browser import drop_files
 
-BARE_TIMES = """async ([url, shape, n]) => {
-  const model = await tf.loadGraphModel(url);
-  const x = tf.zeros(shape);
-  const once = async () => {
-    const t0 = performance.now();
-    const out = model.execute(x);
-    await out.data();
-    out.dispose();
-    return performance.now() - t0;
-  };
-  await once();
-  const times = [];
-  for (let i = 0; i < n; i++) times.push(await once());
-  x.dispose(); model.dispose();
-  return times;
-}"""
-
-
 def main() -> None:
-    args = parse_args(__doc__)
+    args = parse_args(__doc__, backends=("wasm", "litert-wasm"))
     bus = photo_path("bus.jpg").read_bytes()
     with server_and_browser(args.models) as (url, browser):
-        print(f"{'model':22s} {'backend':8s} {'bare ms':>8s} {'per image ms':>13s} {'ratio':>7s}")
+        print(f"{'model':22s} {'backend':12s} {'bare ms':>8s} {'per image ms':>13s} {'ratio':>7s}")
         page = browser.new_page()
         page.goto(f"{url}/classify")
         models = page.eval_on_selector_all("#model-select option", "os => os.map(o => o.value)")
         page.close()
         for model_id in models:
+            per_image = {}
             for backend in args.backends:
                 page = browser.new_page()
                 page.goto(f"{url}/classify?backend={backend}")
@@ -61,10 +47,15 @@ def main() -> None:
                 print("  decode, preprocess, model, total ms:", [round(median([s[i] for s in stages]), 1) for i in range(4)])
                 full = median(page.eval_on_selector_all(
                     ".result-card[data-total-ms]", "cs => cs.slice(0, -1).map(c => +c.dataset.totalMs)"))
-                url_json = f"/models/{model_id}/{manifest['tfjs']['model']}"
-                bare = median(page.evaluate(BARE_TIMES, [url_json, manifest["input"]["shape"], args.frames]))
+                bare = median(page.evaluate(BARE_MODEL_TIMES, [model_id, backend, None, args.frames]))
                 page.close()
-                print(f"{model_id:22s} {backend:8s} {bare:8.1f} {full:13.1f} {full / bare:7.3f}")
+                print(f"{model_id:22s} {backend:12s} {bare:8.1f} {full:13.1f} {full / bare:7.3f}")
+                per_image[backend] = full
+            x = np.zeros(manifest["input"]["shape"], np.float32)
+            native = native_litert_ms(args.models / model_id / manifest["server"]["model"], x, args.threads, args.frames)
+            print(f"{model_id:22s} {'native':12s} {native:8.1f}   (LiteRT, {args.threads} threads)")
+            if "wasm" in per_image and "litert-wasm" in per_image:
+                print(f"  per image wasm / litert-wasm: {per_image['wasm'] / per_image['litert-wasm']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,22 @@
-"""Detection page cost vs the bare model, per backend, in headless Chromium.
+"""/detect in headless Chromium, per backend, side by side in one run: live FPS on the fake
+camera, the full per-frame pipeline vs the bare model, first result with a warm cache; then
+the same .tflite in native LiteRT at the browser's thread count.
 
-For each backend: median ms of the bare `executeAsync` on a prepared tensor, against the
-median full per-frame pipeline of /detect (camera frame -> boxes drawn + results list),
-measured side by side in one page. Prints pipeline/bare (target <= 1.10), and the time
-from navigation to the first drawn result with a warm HTTP cache.
+Prints, for the default backends (TF.js WASM and LiteRT.js WASM):
+  - live FPS litert-wasm / wasm          (target >= 1.8)
+  - bare model litert-wasm / native LiteRT (target <= 3)
+  - pipeline / bare per backend
 
-    .venv/bin/python bench/browser_detect.py [--models DIR] [--backends wasm webgl] [--frames 20]
+    .venv/bin/python bench/browser_detect.py [--models DIR] [--backends wasm litert-wasm webgl]
+                                             [--frames 20] [--seconds 20] [--threads 2]
 """
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 
-from _browser import median, parse_args, server_and_browser
+from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
 
 from converters.sources import load_photo
 from tests.browser import fake_camera_flags, letterbox_rgb, write_y4m
@@ -28,59 +32,61 @@ FRAME_TIMES = """async (n) => {
   return seen;
 }"""
 
-# The same graph, loaded on the page's backend, timed on an already prepared input: the
-# camera frame on the page's canvas, letterboxed (a zeros input would make the in-graph NMS
-# look cheaper than it is on a real scene).
-BARE_TIMES = """async ([url, n]) => {
-  const model = await tf.loadGraphModel(url);
-  const x = tf.tidy(() => {
-    const frame = tf.browser.fromPixels(document.getElementById('view')).toFloat();
-    const [h, w] = frame.shape;
-    const s = Math.min(640 / w, 640 / h);
-    const nh = Math.round(h * s), nw = Math.round(w * s);
-    const top = Math.floor((640 - nh) / 2), left = Math.floor((640 - nw) / 2);
-    const resized = tf.image.resizeBilinear(frame, [nh, nw], false, true);
-    return tf.pad(resized, [[top, 640 - nh - top], [left, 640 - nw - left], [0, 0]], 114).div(255).expandDims(0);
-  });
-  const once = async () => {
-    const t0 = performance.now();
-    const out = await model.executeAsync(x);
-    await (Array.isArray(out) ? out[0] : out).data();
-    tf.dispose(out);
-    return performance.now() - t0;
-  };
-  await once();
-  const times = [];
-  for (let i = 0; i < n; i++) times.push(await once());
-  x.dispose(); model.dispose();
-  return times;
+# Frames drawn per second over a window of the live loop.
+LIVE_FPS = """async (seconds) => {
+  const list = document.getElementById('results');
+  const f0 = +list.dataset.frame, t0 = performance.now();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  return (+list.dataset.frame - f0) * 1000 / (performance.now() - t0);
 }"""
 
 
-def main() -> None:
-    args = parse_args(__doc__)
-    model_id = "yolov5n"
-    with tempfile.TemporaryDirectory() as tmp:
-        y4m = write_y4m(Path(tmp) / "bus.y4m", letterbox_rgb(load_photo("bus.jpg")))
-        with server_and_browser(args.models, fake_camera_flags(y4m)) as (url, browser):
-            print(f"{'backend':8s} {'bare ms':>9s} {'pipeline ms':>12s} {'ratio':>7s}  first result (warm cache)")
-            for backend in args.backends:
-                context = browser.new_context()
-                page = context.new_page()
-                page.goto(f"{url}/detect?model={model_id}&backend={backend}")
-                page.wait_for_selector("#model-status[data-state='ready']", timeout=600_000)
-                page.wait_for_function("() => +document.getElementById('results').dataset.frame >= 2",
-                                       timeout=600_000)
-                pipeline = median(page.evaluate(FRAME_TIMES, args.frames))
-                page.click("#pause-button")
-                bare = median(page.evaluate(BARE_TIMES, [f"/models/{model_id}/tfjs/model.json", args.frames]))
-                # Warm cache: same context (HTTP cache + remembered backend), fresh navigation.
-                page.goto(f"{url}/detect?model={model_id}&backend={backend}")
-                page.wait_for_function("() => document.body.dataset.firstResultMs", timeout=600_000)
-                first = float(page.evaluate("() => document.body.dataset.firstResultMs"))
-                context.close()
-                print(f"{backend:8s} {bare:9.1f} {pipeline:12.1f} {pipeline / bare:7.3f}  {first:.0f} ms")
+def measure(browser, url, model_id, backend, args) -> dict:
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{url}/detect?model={model_id}&backend={backend}")
+    page.wait_for_selector("#model-status[data-state='ready']", timeout=600_000)
+    page.wait_for_function("() => +document.getElementById('results').dataset.frame >= 3", timeout=600_000)
+    chosen = page.get_attribute("body", "data-backend")
+    fps = page.evaluate(LIVE_FPS, args.seconds)
+    pipeline = median(page.evaluate(FRAME_TIMES, args.frames))
+    page.click("#pause-button")
+    bare = median(page.evaluate(BARE_MODEL_TIMES, [model_id, backend, "view", args.frames]))
+    # Warm cache: same context (HTTP cache + remembered backend), fresh navigation.
+    page.goto(f"{url}/detect?model={model_id}&backend={backend}")
+    page.wait_for_function("() => document.body.dataset.firstResultMs", timeout=600_000)
+    first = float(page.evaluate("() => document.body.dataset.firstResultMs"))
+    context.close()
+    if chosen != backend:
+        sys.exit(f"the page ran {chosen}, not {backend}")
+    return {"fps": fps, "pipeline": pipeline, "bare": bare, "first": first}
 
+
+def main() -> None:
+    args = parse_args(__doc__, backends=("wasm", "litert-wasm"), seconds=20)
+    model_id = "yolov5n"
+    photo = letterbox_rgb(load_photo("bus.jpg"))
+    with tempfile.TemporaryDirectory() as tmp:
+        y4m = write_y4m(Path(tmp) / "bus.y4m", photo)
+        with server_and_browser(args.models, fake_camera_flags(y4m)) as (url, browser):
+            results = {b: measure(browser, url, model_id, b, args) for b in args.backends}
+    print(f"{'backend':12s} {'live FPS':>9s} {'bare ms':>8s} {'pipeline ms':>12s} {'pipe/bare':>10s}  first result")
+    for backend, r in results.items():
+        print(f"{backend:12s} {r['fps']:9.2f} {r['bare']:8.1f} {r['pipeline']:12.1f} "
+              f"{r['pipeline'] / r['bare']:10.3f}  {r['first']:.0f} ms")
+
+    # The same letterboxed frame through native LiteRT at the browser's thread count.
+    from converters import manifest as manifest_io
+    from server.preprocess import prepare
+
+    manifest = manifest_io.read(args.models / model_id)
+    x, _ = prepare(photo, manifest["input"])
+    native = native_litert_ms(args.models / model_id / manifest["server"]["model"], x, args.threads, args.frames)
+    print(f"{'native LiteRT':12s} {'':9s} {native:8.1f}   ({args.threads} threads, ai-edge-litert)")
+    if "wasm" in results and "litert-wasm" in results:
+        print(f"live FPS litert-wasm / wasm: {results['litert-wasm']['fps'] / results['wasm']['fps']:.2f}x (target >= 1.8)")
+    if "litert-wasm" in results:
+        print(f"bare model litert-wasm / native LiteRT: {results['litert-wasm']['bare'] / native:.2f}x (target <= 3)")
 
 if __name__ == "__main__":
     main()
