@@ -1,5 +1,6 @@
-"""/hands in headless Chromium: @tensorflow-models/hand-pose-detection (runtime 'tfjs') on our
-converted MediaPipe Hands graphs, against MediaPipe's own Python solution on the same real
+"""/hands in headless Chromium: the page's hand pipeline (static/js/handpipeline.js, the steps of
+hand-pose-detection's 'tfjs' runtime) on our converted MediaPipe Hands graphs — and on the same
+.tflite files with LiteRT.js — against MediaPipe's own Python solution on the same real
 photos — through the image input (file picker and drag-and-drop) and through the fake camera
 (the photo letterboxed into a 640x480 y4m), on WASM, once on WebGL; 300 frames of tensor
 hygiene; zero requests outside 127.0.0.1."""
@@ -131,7 +132,7 @@ def image_page(browser, base_url):
 
 
 def test_load_progress_counts_the_library_loads(image_page):
-    """hand-pose-detection loads its two graphs itself; the page still shows byte progress."""
+    """The two graphs (palm detector, landmarks) load under one byte-progress bar."""
     page, _ = image_page
     values = page.evaluate("() => window.__progress")
     assert len([v for v in values if 0 < v < 1]) >= 3, values
