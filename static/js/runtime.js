@@ -106,31 +106,6 @@ export async function loadModel(url, onProgress) {
   return tf.loadGraphModel(url, {onProgress: (fraction) => onProgress && onProgress(fraction)});
 }
 
-// Byte progress for graphs that a library loads itself with a plain tf.loadGraphModel(url)
-// (hand-pose-detection): while tracked, a load of exactly one of `urls` (relative URLs, so
-// TF.js's own http:// router does not also claim them) reports here. `weights`: relative
-// sizes per URL (bytes) for one overall fraction. Returns a function that stops tracking.
-const trackedLoads = new Map();   // url -> onProgress(fraction)
-let loadRouterInstalled = false;
-
-export function trackModelLoads(urls, onProgress, weights = null) {
-  if (!loadRouterInstalled) {
-    tf.io.registerLoadRouter((url, options) => {
-      const report = typeof url === 'string' ? trackedLoads.get(url) : null;
-      return report ? tf.io.browserHTTPRequest(url, {...options, onProgress: report}) : null;
-    });
-    loadRouterInstalled = true;
-  }
-  const sizes = urls.map((u, i) => (weights && weights[i] > 0 ? weights[i] : 1));
-  const total = sizes.reduce((a, b) => a + b, 0);
-  const done = urls.map(() => 0);
-  urls.forEach((url, i) => trackedLoads.set(url, (fraction) => {
-    done[i] = fraction;
-    if (onProgress) onProgress(done.reduce((sum, f, j) => sum + f * sizes[j], 0) / total);
-  }));
-  return () => urls.forEach((url) => trackedLoads.delete(url));
-}
-
 // Graph models with dynamic ops (NMS, control flow) need executeAsync; the others run
 // faster and quieter with execute. Learned once per model on its first call.
 export async function runModel(model, feed, outputs) {
