@@ -15,7 +15,7 @@ from . import manifest as manifest_io
 from .errors import ConverterError
 from .sources import Source
 
-CONVERTER_VERSION = 3  # 2: manifest lists the LiteRT.js browser artifacts; 3: quantised .tflite
+CONVERTER_VERSION = 2  # 2: manifest lists the LiteRT.js browser artifacts
 
 
 @dataclass

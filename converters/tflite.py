@@ -10,21 +10,10 @@ from pathlib import Path
 import numpy as np
 
 
-# --quantize for the .tflite: float16 weights, or int8 weights with dynamic-range activations
-# (XNNPACK's int8 kernels: bench/litert_quantized.py measured it ~2.6x faster than fp32 on
-# LiteRT.js WASM, at a cost the converter records as the LiteRT parity).
-TFLITE_QUANTIZATION = {"none": "none", "float16": "float16 weights", "uint8": "int8 weights, dynamic range"}
-
-
-def saved_model_to_tflite(saved_model_dir: Path, out_path: Path, allow_select_tf_ops: bool = False,
-                          quantize: str = "none") -> Path:
+def saved_model_to_tflite(saved_model_dir: Path, out_path: Path, allow_select_tf_ops: bool = False) -> Path:
     import tensorflow as tf
 
     converter = tf.lite.TFLiteConverter.from_saved_model(str(saved_model_dir))
-    if quantize != "none":
-        converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    if quantize == "float16":
-        converter.target_spec.supported_types = [tf.float16]
     ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
     if allow_select_tf_ops:
         ops.append(tf.lite.OpsSet.SELECT_TF_OPS)

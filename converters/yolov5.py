@@ -582,7 +582,7 @@ def build(ctx) -> dict:
         with ctx.step(f"tfjs ({ctx.quantize})"):
             model_json = tfjs.convert_saved_model(saved, ctx.workdir / "tfjs", ctx.quantize)
         with ctx.step("litert"):
-            tflite.saved_model_to_tflite(saved, ctx.workdir / "model.tflite", quantize=ctx.quantize)
+            tflite.saved_model_to_tflite(saved, ctx.workdir / "model.tflite")
 
     sig = tfjs.graph_signature(model_json)
     out_names = {o["key"]: o["name"] for o in sig["outputs"]}
@@ -637,8 +637,8 @@ def build(ctx) -> dict:
         "nms": dict(NMS),
         "labels": labels,
         "tfjs": {"model": "tfjs/model.json"},
-        "server": {"runtime": "litert", "model": "model.tflite",
-                   "quantization": tflite.TFLITE_QUANTIZATION[ctx.quantize], "outputs": list(OUTPUT_KEYS)},
+        "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
+                   "outputs": list(OUTPUT_KEYS)},
         "anchors": {"strides": [int(s) for s in head.stride],
                     "anchors_px": (head.anchors * head.stride.view(-1, 1, 1)).tolist()},
         "parity": {
