@@ -4,6 +4,9 @@
 // pixels inside the crop (a 600x1 image would otherwise be resized to 134400x224 first).
 const tf = globalThis.tf;
 
+// Centre crop: the largest full resize (in crops' worth of pixels) done before cutting.
+export const FULL_RESIZE_LIMIT = 4;
+
 export function letterboxGeometry(srcW, srcH, dstW, dstH) {
   const scale = Math.min(dstW / srcW, dstH / srcH);
   const newW = Math.max(1, Math.round(srcW * scale));
@@ -96,8 +99,12 @@ export function prepareInput(source, spec) {
       transform = makeTransform(g.newW / width, g.newH / height, g.left, g.top);
     } else if (resize === 'center-crop') {
       const g = centerCropGeometry(width, height, dstW, dstH, spec.crop_fraction || 1);
-      // Crop first: only the dstH x dstW window of the newH x newW resize is computed.
-      x = resizeWindow(raw, g.newH, g.newW, g.top, g.left, dstH, dstW);
+      // One fused resize then a slice is ~4x faster than the gathered window on WASM, and
+      // bounded while the resized image is at most FULL_RESIZE_LIMIT crops; past it (long
+      // strips: a 600x1 image would be resized to 134400x224) only the crop is computed.
+      x = g.newH * g.newW <= FULL_RESIZE_LIMIT * dstH * dstW
+        ? tf.slice(resizeTo(g.newH, g.newW), [g.top, g.left, 0], [dstH, dstW, 3])
+        : resizeWindow(raw, g.newH, g.newW, g.top, g.left, dstH, dstW);
       transform = makeTransform(g.newW / width, g.newH / height, -g.left, -g.top);
     } else if (resize === 'stretch') {
       x = resizeTo(dstH, dstW);
