@@ -65,33 +65,47 @@ export async function openModel(modelId, probed, override, panel, part = 'model'
       model.dispose();
     }
   }, override);
-  let model;
-  let loadMs;
-  let warmMs;
   try {
-    await useBackend(choice.backend);
-    panel.status(`Loading on ${choice.backend}…`);
-    const started = performance.now();
-    model = await load(choice.backend);
-    loadMs = performance.now() - started;
-    panel.status('Warming up…');
-    warmMs = await warmUp(model);
+    return {manifest, ...choice, ...await loadAndWarm(choice.backend, load, warmUp, panel)};
   } catch (err) {
-    if (model) model.dispose();
     if (isLiteRtBackend(choice.backend)) {
-      // LiteRT.js could not run this model here: fall back to the TF.js backends.
-      markFailed(probed, choice.backend, err);
-      if (choice.reason === 'remembered' || choice.reason === 'fastest') rememberBackend(modelId, null);
-      const opened = await openModel(modelId, probed, null, panel, part);
-      return {...opened, fallback: `${choice.backend} failed (${err.message}), so TF.js runs it.`};
+      const reopen = () => openModel(modelId, probed, null, panel, part);
+      return fallBackToTfjs(probed, choice, modelId, err, reopen);
     }
     if (choice.reason !== 'remembered') throw err;
     // A remembered backend that no longer works here (driver update, flag): choose afresh.
     rememberBackend(modelId, null);
     return openModel(modelId, probed, override, panel, part);
   }
-  panel.progress(1);
-  return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
+}
+
+// The chosen backend: load, then one warm-up run. -> {model, loadMs, warmMs}; on failure the
+// model is freed and the error thrown.
+async function loadAndWarm(backend, load, warm, panel) {
+  let model;
+  try {
+    await useBackend(backend);
+    panel.status(`Loading on ${backend}…`);
+    const started = performance.now();
+    model = await load(backend);
+    const loadMs = performance.now() - started;
+    panel.status('Warming up…');
+    const warmMs = await warm(model);
+    panel.progress(1);
+    return {model, loadMs, warmMs};
+  } catch (err) {
+    if (model) model.dispose();
+    throw err;
+  }
+}
+
+// LiteRT.js could not run the model here: drop it from this page's choices and reopen on
+// the TF.js backends, saying why.
+async function fallBackToTfjs(probed, choice, memoryKey, err, reopen) {
+  markFailed(probed, choice.backend, err);
+  if (choice.reason === 'remembered' || choice.reason === 'fastest') rememberBackend(memoryKey, null);
+  const opened = await reopen();
+  return {...opened, fallback: `${choice.backend} failed (${err.message}), so TF.js runs it.`};
 }
 
 // The same steps for a model made of several graphs (handpose: palm detector + landmarks).
@@ -140,28 +154,13 @@ export async function openLibraryModel(modelId, allProbed, override, panel, opti
       model.dispose();
     }
   }, override);
-  let model;
-  let loadMs;
-  let warmMs;
   try {
-    await useBackend(choice.backend);
-    panel.status(`Loading on ${choice.backend}…`);
-    const started = performance.now();
-    model = await load(choice.backend);
-    loadMs = performance.now() - started;
-    panel.status('Warming up…');
-    warmMs = await warm(model);
+    return {manifest, ...choice, ...await loadAndWarm(choice.backend, load, warm, panel)};
   } catch (err) {
-    if (model) model.dispose();
     if (!isLiteRtBackend(choice.backend)) throw err;
-    // LiteRT.js could not run these models here: fall back to the TF.js backends.
-    markFailed(probed, choice.backend, err);
-    if (choice.reason === 'remembered' || choice.reason === 'fastest') rememberBackend(key || modelId, null);
-    const opened = await openLibraryModel(modelId, allProbed, null, panel, options);
-    return {...opened, fallback: `${choice.backend} failed (${err.message}), so TF.js runs it.`};
+    const reopen = () => openLibraryModel(modelId, allProbed, null, panel, options);
+    return fallBackToTfjs(probed, choice, key || modelId, err, reopen);
   }
-  panel.progress(1);
-  return {manifest, model, backend: choice.backend, reason: choice.reason, timings: choice.timings, loadMs, warmMs};
 }
 
 export function describeChoice(opened) {
