@@ -128,7 +128,7 @@ function deleteAll(tensors) {
 }
 
 // A compiled .tflite that looks like a TF.js graph model to the pages: `inputs` for the
-// warm-up, predict(feed, outputKeys) -> tf.Tensors in the order asked, dispose().
+// warm-up, predict(feed, outputNames) -> tf.Tensors in the order asked, dispose().
 // `outputNames` are TF.js output names or .tflite signature keys (keyOf maps the first to the
 // second, from the manifest); without them the signature's order is used.
 export class LiteRtGraph {
