@@ -232,6 +232,24 @@ def list_models():
     return jsonify(models=[manifests.summary(m) for m in manifests.load_all()])
 
 
+# One card builder (server/cards.py) for the API and the pages, which embed the same JSON.
+@bp.get("/models/<model_id>")
+def model_card(model_id: str):
+    from . import cards
+
+    manifest = manifests.load(model_id)
+    if manifest is None:
+        raise ApiError(404, "unknown_model", f"no installed model {model_id[:60]!r} (GET /api/v1/models lists them)")
+    return jsonify(cards.card(manifest))
+
+
+@bp.app_template_global("model_cards")
+def model_cards(task: str | None) -> dict:
+    from . import cards
+
+    return cards.for_task(task)
+
+
 @bp.get("/openapi.json")
 def openapi_document():
     return jsonify(openapi.document())
