@@ -156,6 +156,35 @@ SCHEMAS = {
                        "bytes": {"type": "integer", "minimum": 0}, "parity_passed": {"type": ["boolean", "null"]},
                        "source": {"type": "object"}, "created": {"type": ["string", "null"]}},
     },
+    "ModelCard": {
+        "type": "object", "description": "what the pages' #model-card shows (server/cards.py)",
+        "required": ["id", "title", "task", "input", "source", "licence", "quantization", "sizes", "parity", "speed",
+                     "agreement", "tools", "created", "picker"],
+        "properties": {
+            "id": {"type": "string"}, "title": {"type": "string"}, "task": {"type": ["string", "null"]},
+            "input": {"type": ["object", "null"], "description": "the model's input width and height in pixels"},
+            "source": {"type": "object", "required": ["kind", "url", "sha256", "sha256_prefix"],
+                       "description": "the weights' origin; sha256 null for random weights",
+                       "properties": {"kind": {"type": "string"}, "url": {"type": ["string", "null"]},
+                                      "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$"},
+                                      "sha256_prefix": {"type": ["string", "null"], "pattern": "^[0-9a-f]{8}$"}}},
+            "licence": {"type": "object", "required": ["name", "url"],
+                        "description": "the weights' licence; name \"unknown\" when the build did not record it",
+                        "properties": {"name": {"type": "string"}, "url": {"type": ["string", "null"]}}},
+            "quantization": {"type": "object"},
+            "sizes": {"type": "object", "description": "bytes: browser (TF.js, .tflite on LiteRT.js) and server (.tflite)"},
+            "parity": {"type": ["object", "null"], "required": ["relative", "reference", "photo", "text"],
+                       "description": "the TF.js graph vs the source framework at build, e.g. \"max relative error "
+                                      "3.6e-6 vs PyTorch on bus.jpg\"",
+                       "properties": {"relative": {"type": "number", "minimum": 0}, "reference": {"type": "string"},
+                                      "photo": {"type": ["string", "null"]}, "text": {"type": "string"}}},
+            "speed": {"type": ["object", "null"], "description": "median native ms per inference measured at build"},
+            "agreement": {"type": ["object", "null"],
+                          "description": "a smaller-input model: how many of its reference's detections it keeps"},
+            "tools": {"type": "object"}, "created": {"type": ["string", "null"]},
+            "picker": {"type": "string", "description": "the pages' one-line picker label"},
+        },
+    },
     "ModelList": {
         "type": "object", "required": ["models"], "additionalProperties": False,
         "properties": {"models": {"type": "array", "items": {"$ref": "#/components/schemas/ModelSummary"}}},
@@ -184,6 +213,14 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                 "responses": {"200": {"description": "installed models",
                                       "content": {"application/json": {
                                           "schema": {"$ref": "#/components/schemas/ModelList"}}}}}}},
+            "/api/v1/models/{model_id}": {"get": {
+                "summary": "One installed model's card: source, sha256, licence, sizes, measured parity and speed",
+                "parameters": [{"name": "model_id", "in": "path", "required": True,
+                                "schema": _model_param(tuple(sorted({i for ids in models for i in ids})))["schema"]}],
+                "responses": {"200": {"description": "the model card (the same JSON the pages render)",
+                                      "content": {"application/json": {
+                                          "schema": {"$ref": "#/components/schemas/ModelCard"}}}},
+                              "404": ERRORS["404"]}}},
             "/api/v1/detect": {"post": _operation(
                 "Object detection",
                 "Letterbox per the manifest, the detector, NMS, boxes back in source pixels (as the detect page). "
