@@ -77,7 +77,7 @@ def main() -> None:
 
     # The same letterboxed frame through native LiteRT at the browser's thread count.
     from converters import manifest as manifest_io
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     manifest = manifest_io.read(args.models / model_id)
     x, _ = prepare(photo, manifest["input"])

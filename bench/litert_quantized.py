@@ -73,7 +73,7 @@ def main() -> None:
 
     from converters import sources, yolov5
     from server import create_app
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     inputs = {name: prepare(sources.load_photo(name), yolov5.INPUT)[0] for name in ("bus.jpg", "zidane.jpg")}
     with tempfile.TemporaryDirectory() as tmp:

@@ -232,7 +232,7 @@ def normalisation_evidence(sd: dict[str, np.ndarray], photos=("bus.jpg", "zidane
     import torch
     import torch.nn.functional as F
 
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     weight = torch.from_numpy(sd["_conv_stem.weight"])
     live = sd["_bn0.running_var"] > 1e-6  # the checkpoint has dead stem filters (all-zero kernels)

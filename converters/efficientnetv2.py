@@ -179,7 +179,7 @@ def build(ctx) -> dict:
 # ------------------------------------------------- shared with efficientnet_lite
 
 def prepare_photo(input_spec: dict, photo: str = "bus.jpg"):
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     return prepare(sources.load_photo(photo), input_spec)
 

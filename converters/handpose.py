@@ -237,7 +237,7 @@ def best_palm(raw: np.ndarray) -> dict:
 def hand_crop(image: np.ndarray, palm: dict, transform) -> np.ndarray:
     """A 224x224 [0,1] crop of the hand around a palm detection (axis-aligned version of the
     library's palm -> ROI step: shifted half a palm towards the fingers, 2.6x the palm)."""
-    from server.preprocess import resize_bilinear
+    from modelcontract.geometry import resize_bilinear
 
     size192 = DETECTOR_INPUT["shape"][1]
 
@@ -332,7 +332,7 @@ def _parity_landmark(ref: dict, got: dict) -> dict:
 
 
 def build(ctx) -> dict:
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     from . import parity, tfjs
     from .tflite_to_tf import TFLiteGraph, to_saved_model

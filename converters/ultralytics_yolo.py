@@ -234,7 +234,7 @@ def _child(request_file: str) -> None:
 
 
 def _run_child(weights: str, x: np.ndarray, quantize: str, tmp: Path, ctx) -> dict:
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     request = {"weights": weights, "input": str(tmp / "input.npy"), "reference": str(tmp / "reference.npy"),
                "reference_fp64": str(tmp / "reference_fp64.npy"), "calibration": str(tmp / "calibration.npy"),
@@ -268,7 +268,7 @@ def _run_child(weights: str, x: np.ndarray, quantize: str, tmp: Path, ctx) -> di
 # ---------------------------------------------------------------------------- build
 
 def build(ctx) -> dict:
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     from . import parity, tfjs, tflite
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from converters.tflite import run_tflite
-from server.preprocess import prepare
+from modelcontract.geometry import prepare
 
 
 def manifest(model_dir: Path) -> dict:

@@ -88,7 +88,7 @@ def test_v2_random_weights_follow_the_manifest_preprocessing(browser, base_url, 
     m = reference.manifest(models["v2"])
     assert m["input"]["range"] == [0, 255] or m["input"]["range"] == [0.0, 255.0]
     wrong_spec = dict(m["input"], scale=1 / 255)
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
     from converters.tflite import run_tflite
     x, _ = prepare(rgb, wrong_spec)
     wrong = next(iter(run_tflite(models["v2"] / m["server"]["model"], {m["input"]["name"]: x}).values()))[0]

@@ -32,7 +32,7 @@ def detect(folder: Path, photo: str, runtime: str = "tfjs") -> dict:
     """Run an installed 'nms'-format model on a real photo the way a page or the server
     would: manifest input contract, the four outputs, boxes mapped back to source pixels."""
     from converters import parity, sources, tflite
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     m = manifest(folder)
     image = sources.load_photo(photo)
@@ -266,7 +266,7 @@ def test_yolo_parity_meets_target(v8):
 def test_yolo_tfjs_output_tracks_pytorch_on_bus(v8):
     """Independent of the manifest: run the TF.js files and check the raw head's layout."""
     from converters import parity, sources
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     m = manifest(v8)
     x, _ = prepare(sources.load_photo("bus.jpg"), m["input"])

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from server.preprocess import prepare
+from modelcontract.geometry import prepare
 from tests.conftest import ROOT
 
 RUNNER = """

@@ -1,5 +1,5 @@
 """static/js/handpipeline.js's pure steps in Node against their numpy twins in
-server/inference/hands.py (both follow hand-pose-detection 2.0.1): SSD anchors, the ROI
+modelcontract (anchors.py, hands.py; both follow hand-pose-detection 2.0.1): SSD anchors, the ROI
 crop's transform, palm -> hand ROI and ROI association, on the handpose manifest's own
 configuration."""
 from __future__ import annotations
@@ -34,7 +34,8 @@ process.stdin.on('end', () => {
 
 
 def test_pipeline_steps_match_the_server_port():
-    from server.inference import hands
+    from modelcontract import hands
+    from modelcontract.anchors import ssd_anchors
 
     manifest = {"anchors": {"reduceBoxesInLowestLayer": False, "interpolatedScaleAspectRatio": 1.0,
                             "featureMapHeight": [], "featureMapWidth": [], "numLayers": 4, "minScale": 0.1484375,
@@ -58,12 +59,12 @@ def test_pipeline_steps_match_the_server_port():
     assert proc.returncode == 0, proc.stderr
     js = json.loads(proc.stdout)
 
-    anchors = hands.ssd_anchors(manifest["anchors"])
+    anchors = ssd_anchors(manifest["anchors"])
     assert anchors.shape == (2016, 4)
     np.testing.assert_allclose(js["anchors"], anchors, atol=1e-12)
 
     py_palm = {"box": palm["box"], "keypoints": [(k["x"], k["y"]) for k in palm["keypoints"]]}
-    roi = hands.HandsRunner.palm_to_roi(type("R", (), {"pipeline": manifest["pipeline"]})(), py_palm, 1280, 720)
+    roi = hands.palm_to_roi(py_palm, 1280, 720, manifest["pipeline"]["palm_to_roi"])
     for key in ("xCenter", "yCenter", "width", "height", "rotation"):
         assert js["roi"][key] == pytest.approx(roi[key], abs=1e-12), key
     assert roi["rotation"] != 0

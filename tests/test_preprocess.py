@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from server.preprocess import Transform, letterbox_geometry, prepare, resize_bilinear
+from modelcontract.geometry import Transform, letterbox_geometry, prepare, resize_bilinear
 
 
 @pytest.mark.parametrize("src,dst", [((37, 53), (64, 64)), ((480, 640), (213, 160)), ((10, 10), (10, 10))])
@@ -59,7 +59,7 @@ def test_unknown_resize_is_rejected():
 
 def old_resize_then_crop(image, spec):
     """The centre crop as it was: resize the whole image to new_h x new_w, then cut."""
-    from server.preprocess import center_crop_geometry
+    from modelcontract.geometry import center_crop_geometry
 
     _, dst_h, dst_w, _ = spec["shape"]
     new_w, new_h, left, top = center_crop_geometry(image.shape[1], image.shape[0], dst_w, dst_h,
@@ -78,7 +78,7 @@ def test_center_crop_window_equals_resize_then_crop(shape, crop_fraction):
 
 
 def test_opencv_fast_resize_matches_the_exact_one():
-    from server.preprocess import FAST_RESIZE_MAX_PIXELS, resize_fast
+    from modelcontract.geometry import FAST_RESIZE_MAX_PIXELS, resize_fast
 
     rng = np.random.default_rng(7)
     worst = 0.0

@@ -1,6 +1,5 @@
 """Classification runner: the manifest's input contract (centre crop etc.), the .tflite, and
-the page's top-k (static/js/classify.js: value descending, equal values by index; a
-"logits" output goes through softmax first)."""
+the page's top-k (modelcontract.decode: a "logits" output goes through softmax first)."""
 from __future__ import annotations
 
 import time
@@ -8,29 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..preprocess import prepare
+from modelcontract.decode import (CLASSIFY_FORMATS, DEFAULT_TOP_K, class_count, class_probabilities,
+                                  top_classes)
+from modelcontract.geometry import prepare
+
 from .base import Runner
 from .detect import timing
-
-FORMATS = ("probabilities", "logits")
-DEFAULT_TOP_K = 5
-
-
-def softmax(values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values, dtype=np.float64)
-    exps = np.exp(values - values.max())
-    return exps / exps.sum()
-
-
-def top_k(values: np.ndarray, k: int) -> list[int]:
-    order = np.lexsort((np.arange(len(values)), -np.asarray(values, dtype=np.float64)))
-    return [int(i) for i in order[:k]]
-
-
-def class_count(manifest: dict) -> int:
-    """The classifier's output size (its first output tensor), else its label count."""
-    tensors = (manifest.get("outputs") or {}).get("tensors")
-    return int(np.prod(tensors[0]["shape"][1:])) if tensors else len(manifest.get("labels") or [])
 
 
 class ClassifyRunner(Runner):
@@ -39,8 +21,8 @@ class ClassifyRunner(Runner):
     def __init__(self, manifest: dict, folder: Path):
         super().__init__(manifest, folder)
         self.format = manifest.get("outputs", {}).get("format")
-        if self.format not in FORMATS:
-            raise ValueError(f"classifier output format {self.format!r} is not one of {FORMATS}")
+        if self.format not in CLASSIFY_FORMATS:
+            raise ValueError(f"classifier output format {self.format!r} is not one of {CLASSIFY_FORMATS}")
         self.labels = list(manifest.get("labels") or [])
         server = manifest["server"]
         self.model = self.load_tflite(server["model"])
@@ -55,12 +37,9 @@ class ClassifyRunner(Runner):
         t0 = time.perf_counter()
         x, _ = prepare(image, self.manifest["input"])
         t1 = time.perf_counter()
-        values = self.model.run1(x)[self.output_key].reshape(-1).astype(np.float64)
+        values = self.model.run1(x)[self.output_key]
         t2 = time.perf_counter()
-        if self.format == "logits":
-            values = softmax(values)
-        top = [{"class_id": i, "label": self.labels[i] if i < len(self.labels) else str(i),
-                "probability": float(values[i])} for i in top_k(values, k)]
+        top = top_classes(class_probabilities(values, self.format), self.labels, k)
         t3 = time.perf_counter()
         height, width = image.shape[:2]
         return {"model": self.id, "image": {"width": width, "height": height}, "top": top,

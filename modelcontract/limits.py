@@ -1,0 +1,30 @@
+"""Limits and id rules shared by the API, its OpenAPI document, the pages and the converters."""
+from __future__ import annotations
+
+import re
+
+# Detections per request: the API accepts up to MAX_DET; the detect page's own input stops
+# at PAGE_MAX_DET (more boxes than that are unreadable on a frame). DEFAULT_MAX_DET when the
+# manifest names none.
+MAX_DET = 1000
+PAGE_MAX_DET = 300
+DEFAULT_MAX_DET = 100
+# Hands per request (the hands API's max_det).
+MAX_HANDS = 10
+
+# A model id: a folder name under the models folder and a URL path segment.
+MODEL_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+MODEL_ID = re.compile(MODEL_ID_PATTERN)
+
+
+def is_model_id(text: str) -> bool:
+    return bool(MODEL_ID.fullmatch(text))
+
+
+# Images: the longer side at most this many times the shorter (a 600x1 strip is refused
+# before decoding, so preprocessing memory stays proportional to the model input).
+MAX_ASPECT_RATIO = 100
+# Defaults of the request body and decoded-size limits (DATARAILROAD_MAX_UPLOAD_BYTES,
+# DATARAILROAD_MAX_IMAGE_PIXELS override them).
+DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_IMAGE_PIXELS = 40_000_000
