@@ -63,7 +63,7 @@ def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
 def convert(name: str, weights: str | None = None, out: Path | None = None,
             quantize: str = "none", force: bool = False) -> Path:
     """Build one model into ``out/<name>[-<quantize>]``; returns the installed folder."""
-    from server.config import default_models_dir
+    from modelcontract.paths import default_models_dir
 
     mod = family(name)
     out = Path(out) if out else default_models_dir()
@@ -128,7 +128,7 @@ def _install(workdir: Path, target: Path) -> None:
 
 def is_installed(name: str, out: Path | None, quantize: str) -> bool:
     """Installed by this converter version (an older one's output is rebuilt by `all`)."""
-    from server.config import default_models_dir
+    from modelcontract.paths import default_models_dir
 
     folder = Path(out) if out else default_models_dir()
     current = manifest_io.read(folder / model_folder_name(name, quantize))

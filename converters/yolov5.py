@@ -559,7 +559,7 @@ def _node_named(model_json: dict, suffix: str) -> str:
 
 
 def build(ctx) -> dict:
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     from . import parity, tfjs, tflite
 
