@@ -6,6 +6,8 @@ Prints, for the default backends (TF.js WASM and LiteRT.js WASM):
   - live FPS litert-wasm / wasm          (target >= 1.8)
   - bare model litert-wasm / native LiteRT (target <= 3)
   - pipeline / bare per backend
+  - live FPS yolov5n-320 / yolov5n per backend, when the 320-px build is installed
+    (expect about 3x: 4x fewer pixels, less fixed cost per frame)
 
     .venv/bin/python bench/browser_detect.py [--models DIR] [--backends wasm litert-wasm webgl]
                                              [--frames 20] [--seconds 20] [--threads 2]
@@ -41,13 +43,28 @@ LIVE_FPS = """async (seconds) => {
 }"""
 
 
-def measure(browser, url, model_id, backend, args) -> dict:
-    context = browser.new_context()
+def open_live(context, url, model_id, backend):
+    """/detect on the fake camera, past its first frames; returns (page, backend it chose)."""
     page = context.new_page()
     page.goto(f"{url}/detect?model={model_id}&backend={backend}")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=600_000)
     page.wait_for_function("() => +document.getElementById('results').dataset.frame >= 3", timeout=600_000)
-    chosen = page.get_attribute("body", "data-backend")
+    return page, page.get_attribute("body", "data-backend")
+
+
+def live_fps(browser, url, model_id, backend, seconds) -> float:
+    context = browser.new_context()
+    page, chosen = open_live(context, url, model_id, backend)
+    fps = page.evaluate(LIVE_FPS, seconds)
+    context.close()
+    if chosen != backend:
+        sys.exit(f"the page ran {chosen}, not {backend}")
+    return fps
+
+
+def measure(browser, url, model_id, backend, args) -> dict:
+    context = browser.new_context()
+    page, chosen = open_live(context, url, model_id, backend)
     fps = page.evaluate(LIVE_FPS, args.seconds)
     pipeline = median(page.evaluate(FRAME_TIMES, args.frames))
     page.click("#pause-button")
@@ -65,11 +82,17 @@ def measure(browser, url, model_id, backend, args) -> dict:
 def main() -> None:
     args = parse_args(__doc__, backends=("wasm", "litert-wasm"), seconds=20)
     model_id = "yolov5n"
+    small_id = "yolov5n-320"  # the same weights at 320 px (converters yolov5n --imgsz 320)
+    has_small = (args.models / small_id / "manifest.json").is_file()
     photo = letterbox_rgb(load_photo("bus.jpg"))
     with tempfile.TemporaryDirectory() as tmp:
         y4m = write_y4m(Path(tmp) / "bus.y4m", photo)
         with server_and_browser(args.models, fake_camera_flags(y4m)) as (url, browser):
-            results = {b: measure(browser, url, model_id, b, args) for b in args.backends}
+            results, small_fps = {}, {}
+            for b in args.backends:  # the two sizes back to back on each backend, same camera
+                results[b] = measure(browser, url, model_id, b, args)
+                if has_small:
+                    small_fps[b] = live_fps(browser, url, small_id, b, args.seconds)
     print(f"{'backend':12s} {'live FPS':>9s} {'bare ms':>8s} {'pipeline ms':>12s} {'pipe/bare':>10s}  first result")
     for backend, r in results.items():
         print(f"{backend:12s} {r['fps']:9.2f} {r['bare']:8.1f} {r['pipeline']:12.1f} "
@@ -87,6 +110,12 @@ def main() -> None:
         print(f"live FPS litert-wasm / wasm: {results['litert-wasm']['fps'] / results['wasm']['fps']:.2f}x (target >= 1.8)")
     if "litert-wasm" in results:
         print(f"bare model litert-wasm / native LiteRT: {results['litert-wasm']['bare'] / native:.2f}x (target <= 3)")
+    if not has_small:
+        print(f"({small_id} is not installed in {args.models}: build it with "
+              f".venv/bin/python -m converters yolov5n --imgsz 320 ... for the 320 vs 640 ratio)")
+    for backend, fps in small_fps.items():
+        print(f"live FPS {small_id} / {model_id} on {backend}: {fps:.2f} / {results[backend]['fps']:.2f} = "
+              f"{fps / results[backend]['fps']:.2f}x (expect about 3x)")
 
 if __name__ == "__main__":
     main()
