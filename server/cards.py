@@ -52,10 +52,10 @@ def licence_of(manifest: dict) -> dict:
     """``source.licence``: {"name", "url"}, or a bare name; "unknown" when the build did not record it."""
     lic = (manifest.get("source") or {}).get("licence")
     if isinstance(lic, dict) and lic.get("name"):
-        return {"name": str(lic["name"]), "url": lic.get("url")}
+        return {"name": str(lic["name"]), "url": lic.get("url"), "note": lic.get("note") or lic.get("stated_by")}
     if isinstance(lic, str) and lic:
-        return {"name": lic, "url": None}
-    return {"name": "unknown", "url": None}
+        return {"name": lic, "url": None, "note": None}
+    return {"name": "unknown", "url": None, "note": "not recorded by this build"}
 
 
 def _sum_files(manifest: dict, names) -> int:
@@ -124,7 +124,10 @@ def agreement_of(manifest: dict) -> dict | None:
     if not (isinstance(kept, int) and isinstance(total, int)):
         return None
     reference = agreement.get("reference") or "the reference model"
-    return {**agreement, "text": f"keeps {kept}/{total} of {reference}'s detections"}
+    photos = ", ".join(agreement.get("photos") or [])
+    rule = agreement.get("rule")
+    return {**agreement, "text": f"keeps {kept}/{total} detections of {reference}" + (f" on {photos}" if photos else "")
+            + (f" ({rule})" if rule else "")}
 
 
 def input_size(manifest: dict) -> dict | None:
@@ -142,8 +145,8 @@ def picker_text(manifest: dict, size, speed, agreement) -> str:
     if speed:
         bits.append(f"{speed['ms']:.0f} ms native")
     if agreement:
-        bits.append(f"keeps {agreement['kept']}/{agreement['reference_detections']} of "
-                    f"{agreement.get('reference_size') or agreement.get('reference') or 'the reference'}'s detections")
+        of = agreement.get("reference_size") or "the reference model"
+        bits.append(f"keeps {agreement['kept']}/{agreement['reference_detections']} of {of}'s detections")
     return " · ".join(bits)
 
 

@@ -43,9 +43,9 @@ function sourceRow(source) {
 }
 
 function licenceRow(licence) {
-  const url = link(licence.url, licence.name);
-  return el('dd', {className: licence.name === 'unknown' ? 'muted' : ''},
-            url || licence.name, licence.name === 'unknown' ? ' (not recorded by this build)' : null);
+  const dd = el('dd', {className: licence.name === 'unknown' ? 'muted' : ''}, link(licence.url, licence.name) || licence.name);
+  if (licence.note) dd.append(el('span', {className: 'muted'}, ` (${licence.note})`));
+  return dd;
 }
 
 function sizesRow(card) {
@@ -91,8 +91,7 @@ export function renderCard(container, card) {
     ['Size', sizesRow(card)],
     ['Parity', parityRow(card.parity)],
     card.speed ? ['Speed', el('dd', {}, card.speed.text)] : null,
-    card.agreement ? ['Accuracy', el('dd', {title: `${card.agreement.rule || ''}; photos: ${(card.agreement.photos || []).join(', ')}`},
-                                    card.agreement.text)] : null,
+    card.agreement ? ['Accuracy', el('dd', {}, card.agreement.text)] : null,
     ['Built', builtRow(card)],
   ].filter(Boolean);
   container.replaceChildren(
