@@ -4,11 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def default_models_dir() -> Path:
-    return Path(os.environ.get("DATARAILROAD_MODELS", ROOT / "models")).resolve()
+from modelcontract.limits import DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_UPLOAD_BYTES
+from modelcontract.paths import ROOT, default_models_dir
 
 
 def from_env() -> dict:
@@ -18,9 +15,9 @@ def from_env() -> dict:
         "MODELS_DIR": default_models_dir(),
         "NODE_MODULES_DIR": Path(env.get("DATARAILROAD_NODE_MODULES", ROOT / "node_modules")).resolve(),
         # Upload limit (bytes): Flask answers 413 past it.
-        "MAX_CONTENT_LENGTH": int(env.get("DATARAILROAD_MAX_UPLOAD_BYTES", 10 * 1024 * 1024)),
+        "MAX_CONTENT_LENGTH": int(env.get("DATARAILROAD_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
         # Decoded image limit (pixels): guards against decompression bombs.
-        "MAX_IMAGE_PIXELS": int(env.get("DATARAILROAD_MAX_IMAGE_PIXELS", 40_000_000)),
+        "MAX_IMAGE_PIXELS": int(env.get("DATARAILROAD_MAX_IMAGE_PIXELS", DEFAULT_MAX_IMAGE_PIXELS)),
         "HOST": env.get("DATARAILROAD_HOST", "127.0.0.1"),
         "PORT": int(env.get("DATARAILROAD_PORT", 8000)),
     }

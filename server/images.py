@@ -32,9 +32,10 @@ import cv2
 import numpy as np
 from PIL import ExifTags, Image
 
+from modelcontract.limits import MAX_ASPECT_RATIO
+
 FORMATS = ("JPEG", "PNG", "WEBP")
 MIME_TYPES = {"image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WEBP"}
-MAX_ASPECT_RATIO = 100
 # Peak memory of one request above the idle worker (see the module docstring).
 MAX_DECODE_BYTES_PER_PIXEL = 16
 REQUEST_BASE_BYTES = 64 << 20

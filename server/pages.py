@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from flask import Blueprint, render_template
 
+from modelcontract import limits
+
 from . import manifests
 
 bp = Blueprint("pages", __name__)
@@ -19,7 +21,7 @@ DEMOS = [
 
 def _page(template: str, task: str, title: str):
     models = [manifests.summary(m) for m in manifests.by_task(task)]
-    return render_template(template, title=title, task=task, models=models,
+    return render_template(template, title=title, task=task, models=models, limits=limits,
                            install_hint=manifests.INSTALL_HINTS[task],
                            page_data={"task": task, "models": models})
 

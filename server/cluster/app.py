@@ -18,8 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ray import serve
 
+from modelcontract.paths import default_models_dir
+
 from .. import create_app
-from ..config import default_models_dir
 from ..inference import RUNNERS, ModelUnavailable, Registry
 from .remote import Unavailable, detach, remote_runners
 
