@@ -20,6 +20,8 @@ import time
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from modelcontract import limits
+
 from . import front, images, manifests, openapi
 from .errors import error_response
 
@@ -28,9 +30,6 @@ bp = Blueprint("api", __name__, url_prefix="/api/v1")
 RAW_TYPES = set(images.MIME_TYPES) | {"application/octet-stream"}
 _FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?")
 _INT = re.compile(r"[+-]?\d{1,9}")
-_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-MAX_HANDS_LIMIT = 10
-MAX_DET_LIMIT = 1000
 
 
 class ApiError(Exception):
@@ -169,9 +168,20 @@ def param_model() -> str | None:
     raw = _param("model")
     if raw is None:
         return None
-    if not _MODEL_ID.fullmatch(raw):
+    if not limits.is_model_id(raw):
         raise ApiError(400, "bad_parameter", f"model must be an installed model id, got {raw[:60]!r}")
     return raw
+
+
+def param_classes() -> frozenset[int] | None:
+    """The detector's class filter: comma-separated class ids (modelcontract.limits)."""
+    raw = _param("classes")
+    if raw is None:
+        return None
+    ids = limits.parse_class_ids(raw)
+    if ids is None:
+        raise ApiError(400, "bad_parameter", f"classes must be class ids separated by commas, got {raw[:40]!r}")
+    return ids
 
 
 def read_image_bytes() -> bytes:
@@ -229,7 +239,9 @@ def respond(result: dict, started: float, decode_ms: float):
 
 @bp.get("/models")
 def list_models():
-    return jsonify(models=[manifests.summary(m) for m in manifests.load_all()])
+    registry = manifests.registry()
+    return jsonify(models=[manifests.summary(m) for m in registry.installed()]
+                   + [manifests.broken_summary(m) for m in registry.broken()])
 
 
 # One card builder (server/cards.py) for the API and the pages, which embed the same JSON.
@@ -281,7 +293,7 @@ def _infer(task: str, configure, started: float):
 def detect():
     def configure(runner):
         opts = runner.options(score=param_float("score"), iou=param_float("iou"),
-                              max_det=param_int("max_det", 1, MAX_DET_LIMIT))
+                              max_det=param_int("max_det", 1, limits.MAX_DET), classes=param_classes())
         return lambda rgb: runner(rgb, opts)
 
     return infer("detect", configure)
@@ -301,7 +313,7 @@ def hands():
     def configure(runner):
         score = param_float("score")
         detect_score = param_float("detect_score")
-        max_hands = param_int("max_det", 1, MAX_HANDS_LIMIT)
+        max_hands = param_int("max_det", 1, limits.MAX_HANDS)
         variant = param_choice("variant", runner.variants)
         return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score)
 

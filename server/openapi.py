@@ -16,6 +16,11 @@ import copy
 from pathlib import Path
 from functools import lru_cache
 
+from modelcontract import limits
+from modelcontract.decode import DEFAULT_IOU, DEFAULT_SCORE, DEFAULT_TOP_K, class_count, nms_defaults
+from modelcontract.gesture import GESTURES
+from modelcontract.hands import DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS
+
 NUMBER_01 = {"type": "number", "minimum": 0, "maximum": 1}
 
 
@@ -31,7 +36,7 @@ def _param(name: str, schema: dict, description: str) -> dict:
 def _model_param(ids: tuple[str, ...]) -> dict:
     """The installed models of the task (another id: 404 unknown_model, or 400 wrong_task)."""
     schema = {"type": "string", "enum": list(ids)} if ids else \
-        {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"}
+        {"type": "string", "pattern": f"^{limits.MODEL_ID_PATTERN}$"}
     return _param("model", schema, "installed model id of the task (GET /api/v1/models); default: the first "
                                     "installed float32 model of the task")
 
@@ -39,9 +44,10 @@ IMAGE_BODY_DOC = ("The image (JPEG, PNG or WebP; EXIF orientation is applied) as
                   "Content-Type image/jpeg, image/png or image/webp (application/octet-stream too: the bytes "
                   "decide), or as the file part `image` of a multipart/form-data body, whose other fields may "
                   "carry the parameters below (a form field wins over the query; same rules). Limits: the "
-                  "request body (DATARAILROAD_MAX_UPLOAD_BYTES, 10 MB -> 413), the decoded size "
-                  "(DATARAILROAD_MAX_IMAGE_PIXELS, 40 M pixels -> 413) and the aspect ratio (the longer side "
-                  "at most 100 times the shorter -> 422 image_aspect_ratio).")
+                  f"request body (DATARAILROAD_MAX_UPLOAD_BYTES, {limits.DEFAULT_MAX_UPLOAD_BYTES >> 20} MB by "
+                  "default -> 413), the decoded size (DATARAILROAD_MAX_IMAGE_PIXELS, "
+                  f"{limits.DEFAULT_MAX_IMAGE_PIXELS / 1e6:g} M pixels by default -> 413) and the aspect ratio "
+                  f"(the longer side at most {limits.MAX_ASPECT_RATIO} times the shorter -> 422 image_aspect_ratio).")
 
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/webp")
@@ -65,8 +71,8 @@ ERRORS = {
     "413": _error("upload over the size limit (payload_too_large) or image over the pixel limit "
                   "(image_too_large)"),
     "415": _error("not a JPEG, PNG or WebP image, or an unsupported Content-Type"),
-    "422": _error("truncated or corrupt image (unprocessable_image), or a side over 100 times the other "
-                  "(image_aspect_ratio)"),
+    "422": _error(f"truncated or corrupt image (unprocessable_image), or a side over {limits.MAX_ASPECT_RATIO} "
+                  "times the other (image_aspect_ratio)"),
     "503": _error("no model of the task installed (no_model) or its artifact fails to load (model_unavailable)"),
 }
 
@@ -125,12 +131,12 @@ SCHEMAS = {
         "type": "object", "required": ["handedness", "model_handedness", "score", "gesture", "keypoints"],
         "additionalProperties": False,
         "properties": {
-            "handedness": {"type": "string", "enum": ["Left", "Right"],
+            "handedness": {"type": "string", "enum": list(HANDEDNESS),
                            "description": "the person's hand, as the hands page labels it (the model's label "
                                           "swapped: MediaPipe assumes a mirrored selfie picture)"},
-            "model_handedness": {"type": "string", "enum": ["Left", "Right"], "description": "the model's own label"},
+            "model_handedness": {"type": "string", "enum": list(HANDEDNESS), "description": "the model's own label"},
             "score": NUMBER_01,
-            "gesture": {"type": "string", "enum": ["thumbs_up", "thumbs_down", "none"],
+            "gesture": {"type": "string", "enum": list(GESTURES),
                         "description": "static/js/gesture.js's rules for a still image"},
             "keypoints": {"type": "array", "minItems": 21, "maxItems": 21,
                           "description": "MediaPipe's 21 hand landmarks (wrist, thumb_cmc, ... pinky_finger_tip), "
@@ -141,7 +147,7 @@ SCHEMAS = {
     "HandsResult": {
         "type": "object", "required": ["model", "variant", "image", "hands", "timing_ms"],
         "additionalProperties": False,
-        "properties": {"model": {"type": "string"}, "variant": {"type": "string", "enum": ["full", "lite"]},
+        "properties": {"model": {"type": "string"}, "variant": {"type": "string", "enum": list(VARIANTS)},
                        "image": {"$ref": "#/components/schemas/ImageSize"},
                        "hands": {"type": "array", "items": {"$ref": "#/components/schemas/Hand"}},
                        "timing_ms": {"$ref": "#/components/schemas/Timing"}},
@@ -227,16 +233,23 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                 "Models with NMS in the graph (yolov5n) have a fixed IoU and score floor: `iou` must be omitted "
                 "or equal the model's, scores below the floor never appear.",
                 [detectors,
-                 _param("score", score, "minimum score (default: the manifest's, 0.25)"),
-                 _param("iou", iou, "NMS IoU threshold (default: the manifest's; the default model's own "
-                                    "when it runs NMS in its graph)"),
-                 _param("max_det", {"type": "integer", "minimum": 1, "maximum": 1000},
-                        "maximum detections (default 100; in-graph NMS caps it at its own row count)")],
+                 _param("score", score, f"minimum score (default: the manifest's, {DEFAULT_SCORE})"),
+                 _param("iou", iou, f"NMS IoU threshold (default: the manifest's, {DEFAULT_IOU}; the default "
+                                    "model's own when it runs NMS in its graph)"),
+                 _param("max_det", {"type": "integer", "minimum": 1, "maximum": limits.MAX_DET},
+                        f"maximum detections (default {limits.DEFAULT_MAX_DET}; in-graph NMS caps it at its own "
+                        "row count)"),
+                 _param("classes", {"type": "string", "pattern": f"^{limits.CLASS_IDS_PATTERN}$",
+                                    "maxLength": limits.CLASS_IDS_MAX_LENGTH},
+                        "only these class ids, comma-separated (default: all). Boxes of other classes are no "
+                        "candidates: they take no max_det place and suppress nothing (as the detect page's "
+                        "class filter)")],
                 "DetectResult")},
             "/api/v1/classify": {"post": _operation(
                 "Image classification", "Centre crop per the manifest, the classifier, top-k (as the classify page).",
                 [classifiers, _param("top_k", top_k,
-                                     "number of classes returned (default 5, at most the model's class count)")],
+                                     f"number of classes returned (default {DEFAULT_TOP_K}, at most the model's "
+                                     "class count)")],
                 "ClassifyResult")},
             "/api/v1/hands": {"post": _operation(
                 "Hand landmarks",
@@ -246,7 +259,8 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                  _param("score", score, "minimum hand presence score (default 0.5, the library's)"),
                  _param("detect_score", score, "palm detection score cut, MediaPipe's min_detection_confidence "
                                                "(default 0.5, the library's); the hands page's slider"),
-                 _param("max_det", {"type": "integer", "minimum": 1, "maximum": 10}, "maximum hands (default 2)"),
+                 _param("max_det", {"type": "integer", "minimum": 1, "maximum": limits.MAX_HANDS},
+                        f"maximum hands (default {DEFAULT_MAX_HANDS})"),
                  _param("variant", {"type": "string", "enum": list(variants)}, "model pair (default full)")],
                 "HandsResult")},
             "/api/v1/openapi.json": {"get": {"summary": "This document",
@@ -264,9 +278,6 @@ def installed_defaults() -> tuple:
     from flask import current_app, has_app_context
 
     from . import manifests
-    from .inference.classify import class_count
-    from .inference.detect import nms_defaults
-    from .inference.hands import VARIANTS
 
     if not has_app_context():
         return None, None, VARIANTS, ((), (), ())

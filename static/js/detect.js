@@ -18,7 +18,6 @@ const state = {
   serverModels: [],    // ids the server API can run
   frames: 0,
   offered: false,      // the "server is faster" offer was shown
-  lastResult: null,
 };
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
@@ -44,7 +43,7 @@ function options() {
   return {
     score: Number($('score').value),
     iou: Number($('iou').value),
-    maxDet: Math.max(1, Number($('max-det').value) || 100),
+    maxDet: Math.max(1, Number($('max-det').value) || Number($('max-det').defaultValue)),
     classes: new Set(selected),
   };
 }
@@ -87,7 +86,6 @@ function show(frame, result, mirrored, timing, t0) {
   hud.frame(timing);
   $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
   if (!document.body.dataset.firstResultMs) document.body.dataset.firstResultMs = performance.now().toFixed(0);
-  state.lastResult = result;
   return result;
 }
 
@@ -121,14 +119,11 @@ async function detectInBrowser(frame, {mirrored}) {
 async function detectOnServer(frame, {mirrored, file}) {
   const t0 = performance.now();
   const opts = options();
-  // The class filter applies before the max-detections cut, as in the browser: with a
-  // filter, ask for every box and cut here.
-  const maxDet = opts.classes.size ? 1000 : opts.maxDet;
+  // The server applies the class filter by the same rule as detector.js (before NMS).
+  const params = {score: opts.score, iou: opts.iou, max_det: opts.maxDet};
+  if (opts.classes.size) params.classes = Array.from(opts.classes).join(',');
   const result = await inferOnServer('detect', state.opened.manifest.id, frame.canvas, frame.width, frame.height,
-                                     {score: opts.score, iou: opts.iou, max_det: maxDet}, file);
-  if (opts.classes.size) {
-    result.detections = result.detections.filter((d) => opts.classes.has(d.class_id)).slice(0, opts.maxDet);
-  }
+                                     params, file);
   return show(frame, result, mirrored, {preprocess: 0, model: performance.now() - t0, postprocess: 0}, t0);
 }
 
