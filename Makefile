@@ -8,6 +8,7 @@ SHARED ?= ../shared
 YOLOV5N_WEIGHTS ?= $(SHARED)/models/yolov5n.pt
 HOST ?= 127.0.0.1
 PORT ?= 8000
+HTTPS ?=
 
 .PHONY: run test setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
@@ -38,9 +39,14 @@ models: setup
 	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then $(PY) -m converters yolov5n --weights "$(YOLOV5N_WEIGHTS)"; fi
 	@$(PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
 
+# HTTPS=1: https with a local CA's certificate (server/certs.py, made once in certs/), so phones
+# on the LAN (HOST=0.0.0.0) get the camera; README "Phones on the LAN".
 serve: setup
-	@echo "DataRailroad on http://$(HOST):$(PORT)/  (Ctrl+C stops)"
-	DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(VENV)/bin/gunicorn -c gunicorn.conf.py 'server:create_app()'
+ifeq ($(HTTPS),1)
+	@DATARAILROAD_PORT=$(PORT) $(PY) -m server.certs --host $(HOST)
+endif
+	@echo "DataRailroad on $(if $(filter 1,$(HTTPS)),https,http)://$(HOST):$(PORT)/  (Ctrl+C stops)"
+	DATARAILROAD_HTTPS=$(HTTPS) DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(VENV)/bin/gunicorn -c gunicorn.conf.py 'server:create_app()'
 
 # Python's venv module and Node/npm, from Debian when missing (as root).
 tools:

@@ -4,6 +4,7 @@ The front is gunicorn's gevent worker (see README "The front server"): every con
 greenlet, so slow or stalled clients cost a greenlet each, not a thread; the app runs its CPU
 work (decode, LiteRT) on DATARAILROAD_THREADS native threads per worker (server/front.py).
 """
+import functools
 import json
 import multiprocessing
 import os
@@ -26,6 +27,24 @@ keepalive = max(1, round(front.idle_timeout()))
 preload_app = True
 timeout = 120  # heartbeat: a worker whose event loop is stuck this long is restarted
 accesslog = "-"
+
+# `make run HTTPS=1` (README "Phones on the LAN"): TLS with a certificate from the local CA of
+# server/certs.py, made on first use and reused.
+if os.environ.get("DATARAILROAD_HTTPS") == "1":
+    from server import certs
+
+    _tls = certs.ensure()
+    certfile, keyfile = str(_tls.cert), str(_tls.key)
+
+
+def ssl_context(conf, default_ssl_context_factory):
+    """TLS handshakes on a connection's first read, not on accept: gunicorn bounds that read
+    by `keepalive`, so a client that connects and never says hello is cut off after the idle
+    timeout like one that sends no request (on accept, gevent would wait for it forever), and
+    a failed handshake is gunicorn's to log, as an SSL error, not a greenlet's traceback."""
+    context = default_ssl_context_factory()
+    context.wrap_socket = functools.partial(context.wrap_socket, do_handshake_on_connect=False)
+    return context
 
 _REASON_CODES = {400: "bad_request", 403: "forbidden", 431: "request_header_fields_too_large",
                  500: "internal_error", 501: "not_implemented"}
