@@ -1,11 +1,55 @@
 // Where frames come from: the camera, a video file, an image file (picker, drag-and-drop, paste).
 
-export class CameraError extends Error {}
+// Why the camera did not start ('insecure' | 'denied' | 'missing' | 'busy' | 'failed'), in a
+// message that says what to do; the pages show it in their #camera-message.
+export class CameraError extends Error {
+  constructor(reason, message) {
+    super(message);
+    this.reason = reason;
+  }
+}
 
-// Front camera at (up to) 640x480. Clear messages for denied / missing / busy cameras.
+// getUserMedia exists only in a secure context: https, or http on localhost. A phone that
+// opens http://<LAN address> gets no camera API at all; say where the camera does work.
+function insecureContextError() {
+  const {protocol, host, port, pathname, search} = window.location;
+  if (protocol === 'https:') {
+    return new CameraError('insecure', 'The camera is blocked: the browser does not count this https page '
+      + 'as secure (is the server\'s certificate trusted?). Install the server\'s CA certificate (/ca.crt, see '
+      + 'the README "Phones on the LAN") and reload. Images and videos work meanwhile.');
+  }
+  const local = `http://localhost${port ? `:${port}` : ''}${pathname}${search}`;
+  return new CameraError('insecure', `The camera needs a secure page, and ${protocol}//${host} is not one. `
+    + `Open https://${host}${pathname}${search} (start the server with make run HTTPS=1 and trust its CA, `
+    + `see the README "Phones on the LAN"), or ${local} on the server's own computer. `
+    + 'Images and videos work here.');
+}
+
+const FAILURES = {
+  NotAllowedError: ['denied', 'Camera access was denied. Allow the camera for this site (the camera icon in '
+    + 'the address bar, or the browser\'s site settings), then press the camera button again; or use a file below.'],
+  SecurityError: ['denied', 'The camera is blocked for this page by the browser\'s settings or policy. Allow it '
+    + 'for this site and press the camera button again; or use a file below.'],
+  NotFoundError: ['missing', 'No camera was found. Connect or switch on a camera, then press the camera button '
+    + 'again; or use a video or image file below.'],
+  OverconstrainedError: ['missing', 'No camera here can give video (none matches what the page asks for). '
+    + 'Connect another camera, or use a video or image file below.'],
+  NotReadableError: ['busy', 'The camera is busy: another app or tab is using it (or it failed to start). '
+    + 'Close that app or tab, then press the camera button again; or use a file below.'],
+  AbortError: ['busy', 'The camera could not be started (it may be in use by another app). Close other apps '
+    + 'using it, then press the camera button again; or use a file below.'],
+};
+
+export function cameraError(err) {
+  const [reason, message] = FAILURES[err.name]
+    || ['failed', `The camera could not start (${err.name}: ${err.message}). Use a file below.`];
+  return new CameraError(reason, message);
+}
+
+// Front camera at (up to) 640x480.
 export async function openCamera(video, {width = 640, height = 480} = {}) {
-  if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
-    throw new CameraError('This browser has no camera API (a secure context — https or localhost — is needed).');
+  if (!window.isSecureContext || !navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+    throw insecureContextError();
   }
   stopStream(video);   // a second click must not leave the first stream running
   if (video.src) {
@@ -18,13 +62,7 @@ export async function openCamera(video, {width = 640, height = 480} = {}) {
       audio: false, video: {facingMode: 'user', width: {ideal: width}, height: {ideal: height}},
     });
   } catch (err) {
-    const messages = {
-      NotAllowedError: 'Camera access was denied. Allow it in the address bar, or use a file below.',
-      NotFoundError: 'No camera was found. Use a video or image file below.',
-      NotReadableError: 'The camera is busy in another application. Close it, or use a file below.',
-      OverconstrainedError: 'The camera cannot provide a usable resolution. Use a file below.',
-    };
-    throw new CameraError(messages[err.name] || `The camera could not start (${err.name}). Use a file below.`);
+    throw cameraError(err);
   }
   video.srcObject = stream;
   video.muted = true;
