@@ -12,13 +12,14 @@ def create_app(config: dict | None = None) -> Flask:
     if config:
         app.config.update(config)
 
-    from . import api, assets, certs, errors, health, pages, security
+    from . import api, assets, certs, errors, health, offline, pages, security
 
     app.register_blueprint(pages.bp)
     app.register_blueprint(assets.models_bp)
     app.register_blueprint(assets.vendor_bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(api.bp)
+    app.register_blueprint(offline.bp)  # /sw.js and /app.webmanifest: the offline, installable app
     app.register_blueprint(certs.bp)  # /ca.crt under `make run HTTPS=1`
     errors.register(app)
     security.register(app)
