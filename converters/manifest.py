@@ -1,4 +1,5 @@
-"""manifest.json: the one description of a built model that pages, API and index read."""
+"""manifest.json: the one description of a built model that pages, API and index read.
+Its schema is modelcontract/manifest.schema.json; ``write`` refuses a manifest that breaks it."""
 from __future__ import annotations
 
 import hashlib
@@ -8,8 +9,10 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-MANIFEST = "manifest.json"
-SCHEMA_VERSION = 1
+from modelcontract import manifest as contract
+from modelcontract.manifest import MANIFEST, SCHEMA_VERSION  # noqa: F401 - the converters' names
+
+from .errors import ConverterError
 
 # Tools whose versions change the produced files; recorded beside every artifact.
 _TOOLS = ("tensorflow-cpu", "tensorflowjs", "tf_keras", "torch", "ultralytics", "onnx2tf",
@@ -66,6 +69,13 @@ def now_iso() -> str:
 
 
 def write(folder: Path, manifest: dict) -> Path:
+    """Validate, then write: a build whose manifest breaks the schema installs nothing."""
+    try:
+        contract.validate(manifest)
+    except contract.InvalidManifest as exc:
+        raise ConverterError(f"the built manifest does not match {contract.SCHEMA_PATH.name}: {exc}; "
+                             "nothing was installed", "fix the family's build(), or describe the new field "
+                             "in modelcontract/manifest.schema.json") from None
     path = Path(folder) / MANIFEST
     path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return path

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from tests.browser import CHROMIUM, live_server, open_page, screenshot
+from tests.fixtures.manifests import minimal
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -40,13 +41,10 @@ def tiny_classifier(tmp_path_factory):
     tf.saved_model.save(module, str(work / "sm"), signatures={"serving_default": module.__call__})
     folder = root / "tiny-classifier"
     tfjs.convert_saved_model(work / "sm", folder / "tfjs")
-    manifest.write(folder, {
-        "id": "tiny-classifier", "name": "tiny-classifier", "task": "classify", "title": "Tiny test classifier",
-        "quantization": "none", "tfjs": {"model": "tfjs/model.json"},
-        "input": {"name": "x", "shape": [1, 32, 32, 3], "resize": "stretch", "scale": 1 / 255},
-        "outputs": {"format": "probabilities"}, "labels": ["a", "b", "c", "d"],
-        "files": manifest.file_sizes(folder),
-    })
+    manifest.write(folder, minimal(
+        id="tiny-classifier", task="classify", title="Tiny test classifier",
+        input={"name": "x", "shape": [1, 32, 32, 3], "resize": "stretch", "scale": 1 / 255},
+        outputs={"format": "probabilities"}, labels=["a", "b", "c", "d"], files=manifest.file_sizes(folder)))
     yield root
     shutil.rmtree(root, ignore_errors=True)
 
