@@ -12,8 +12,9 @@ def create_app(config: dict | None = None) -> Flask:
     if config:
         app.config.update(config)
 
-    from . import api, assets, certs, errors, health, offline, pages, security
+    from . import api, assets, certs, errors, health, manifests, offline, pages, security
 
+    manifests.init_app(app)  # the one registry of installed models' manifests
     app.register_blueprint(pages.bp)
     app.register_blueprint(assets.models_bp)
     app.register_blueprint(assets.vendor_bp)

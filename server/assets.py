@@ -86,13 +86,16 @@ def vendor_file(name: str):
 
 @models_bp.get("/<model_id>/<path:filename>")
 def model_file(model_id: str, filename: str):
-    manifest = manifests.load(model_id)
-    if manifest is None:
+    model = manifests.registry().get(model_id)
+    if model is None:
         abort(404, description=f"model {model_id!r} is not installed")
+    if model.error:  # its file list can't be trusted
+        abort(503, description=f"model {model_id!r} cannot serve: {model.error}; {manifests.REBUILD}")
+    manifest = model.manifest
     if filename != manifests.MANIFEST and filename not in manifest.get("files", {}):
         abort(404, description=f"model {model_id!r} has no file {filename!r}")
     # Listed is not enough: a manifest could list '../x' or a symlink out of the folder.
-    path = manifests.model_path(manifests.models_dir() / model_id, filename)
+    path = manifests.model_path(model.folder, filename)
     if path is None:
         abort(404, description=f"model {model_id!r} has no regular file {filename!r} inside its folder")
     # Shard names are not content-hashed and a rebuild rewrites them: always revalidate.

@@ -1,15 +1,31 @@
-"""Installed models = folders under MODELS_DIR that hold a manifest.json."""
+"""Installed models = folders under MODELS_DIR that hold a manifest.json.
+
+``Manifests`` is the server's only source of manifests: ``init_app`` (in create_app) gives
+each app one, and pages, /models/<id>/<file>, the API, /readyz and the runner registry
+(server/inference) read it. It keeps each model's parsed, validated manifest and reads one
+again only when it changed: each access lists the models folder and stats each
+manifest.json (through the install symlink), so a rebuild (a new build folder: a new inode)
+or a removal shows at the next request, without a restart, at the cost of a few stat calls.
+
+A manifest that is not JSON, has an unknown schema_version or breaks the schema
+(modelcontract/manifest.schema.json) makes its model ``broken``: listed with its error in
+/readyz and /api/v1/models, 503 for that model only; the others keep serving.
+"""
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import stat
 import threading
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from flask import current_app
 
-MANIFEST = "manifest.json"
+from modelcontract import manifest as contract
+from modelcontract.manifest import MANIFEST
+
+EXTENSION = "datarailroad.manifests"
 
 # How to install each family, shown by pages whose model is missing.
 INSTALL_HINTS = {
@@ -17,10 +33,7 @@ INSTALL_HINTS = {
     "classify": "make models   (or: .venv/bin/python -m converters efficientnet-lite0)",
     "handpose": "make models   (or: .venv/bin/python -m converters handpose)",
 }
-
-
-def models_dir() -> Path:
-    return Path(current_app.config["MODELS_DIR"])
+REBUILD = "rebuild it with the converter (make models, or python -m converters ... --force)"
 
 
 def has_random_weights(manifest: dict) -> bool:
@@ -34,29 +47,125 @@ def preference(manifest: dict) -> tuple:
     return has_random_weights(manifest), manifest.get("quantization", "none") != "none", manifest["id"]
 
 
-def load_all(folder: Path | None = None) -> list[dict]:
-    """Every readable manifest, in preference order. Half-built temp folders start with '.'."""
-    folder = folder or models_dir()
-    if not folder.is_dir():
-        return []
-    found = []
-    for child in sorted(folder.iterdir()):
-        if child.name.startswith(".") or not (child / MANIFEST).is_file():
-            continue
+# ---------------------------------------------------------------------------- the registry
+
+@dataclass(frozen=True)
+class Model:
+    """One folder with a manifest.json: its valid ``manifest``, or the ``error`` that makes it
+    broken. ``stamp`` identifies the manifest file read (device, inode, mtime, size)."""
+    id: str
+    folder: Path
+    stamp: tuple
+    manifest: dict | None = None
+    error: str | None = None
+
+
+def read_model(folder: Path, stamp: tuple = ()) -> Model:
+    """A model folder's manifest, validated, and checked to name its own folder."""
+    try:
+        manifest = contract.read(folder)
+    except contract.InvalidManifest as exc:
+        return Model(folder.name, folder, stamp, error=f"its {MANIFEST} is invalid: {exc}")
+    except OSError as exc:
+        return Model(folder.name, folder, stamp, error=f"its {MANIFEST} can't be read: {exc.strerror or exc}")
+    if manifest["id"] != folder.name:
+        return Model(folder.name, folder, stamp,
+                     error=f"its {MANIFEST} says id {manifest['id']!r}, but its folder is {folder.name!r}")
+    return Model(folder.name, folder, stamp, manifest=manifest)
+
+
+class Manifests:
+    """The models folder's manifests, cached per manifest file and re-read when one changes."""
+
+    def __init__(self, models_dir: Path):
+        self.models_dir = Path(models_dir)
+        self._models: dict[str, Model] = {}
+        self._lock = threading.Lock()
+
+    def _stamps(self) -> dict[str, tuple]:
+        """Folder name -> its manifest's stamp. Dot folders (builds, temp) are not models."""
         try:
-            manifest = json.loads((child / MANIFEST).read_text())
-        except (OSError, ValueError):
-            continue
-        if manifest.get("id") == child.name:
-            found.append(manifest)
-    return sorted(found, key=preference)
+            names = os.listdir(self.models_dir)
+        except OSError:
+            return {}
+        stamps = {}
+        for name in names:
+            if name.startswith("."):
+                continue
+            try:
+                st = os.stat(self.models_dir / name / MANIFEST)
+            except OSError:  # no manifest: not a model folder (or a dangling link)
+                continue
+            if stat.S_ISREG(st.st_mode):
+                stamps[name] = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        return stamps
+
+    def refresh(self) -> dict[str, Model]:
+        """The current models, reading only the manifests whose stamp changed."""
+        stamps = self._stamps()
+        models = self._models
+        if stamps.keys() == models.keys() and all(models[n].stamp == s for n, s in stamps.items()):
+            return models
+        with self._lock:
+            known = self._models
+            self._models = {name: known[name] if name in known and known[name].stamp == st
+                            else read_model(self.models_dir / name, st)
+                            for name, st in sorted(stamps.items())}
+            return self._models
+
+    def models(self) -> list[Model]:
+        """Every model folder, valid or broken, by id."""
+        return list(self.refresh().values())
+
+    def get(self, model_id: str) -> Model | None:
+        return self.refresh().get(model_id)
+
+    def manifest(self, model_id: str) -> dict | None:
+        """The valid manifest of ``model_id``; None when absent or broken."""
+        model = self.get(model_id)
+        return model.manifest if model else None
+
+    def installed(self) -> list[dict]:
+        """Every valid manifest, in preference order."""
+        return sorted((m.manifest for m in self.models() if m.manifest is not None), key=preference)
+
+    def broken(self) -> list[Model]:
+        return [m for m in self.models() if m.error]
+
+
+def init_app(app) -> Manifests:
+    """Give the app its registry (create_app calls this, as flaskr's db.init_app)."""
+    registry = app.extensions[EXTENSION] = Manifests(app.config["MODELS_DIR"])
+    return registry
+
+
+def registry(app=None) -> Manifests:
+    return (app or current_app).extensions[EXTENSION]
+
+
+def models_dir() -> Path:
+    return registry().models_dir
+
+
+def load_all(folder: Path | None = None) -> list[dict]:
+    """Every valid manifest, in preference order: the app's registry, or a one-off read of
+    another ``folder``."""
+    if folder is None or Path(folder) == models_dir():
+        return registry().installed()
+    return Manifests(folder).installed()
 
 
 def load(model_id: str) -> dict | None:
-    for manifest in load_all():
-        if manifest["id"] == model_id:
-            return manifest
-    return None
+    return registry().manifest(model_id)
+
+
+def by_task(task: str) -> list[dict]:
+    return [m for m in load_all() if m.get("task") == task]
+
+
+def broken_summary(model: Model) -> dict:
+    """A broken model as lists show it: its id and why (its manifest is not to be trusted)."""
+    return {"id": model.id, "task": None, "status": "broken", "error": model.error}
 
 
 def browser_bytes(manifest: dict) -> int:

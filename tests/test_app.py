@@ -9,6 +9,7 @@ import pytest
 
 from server import create_app
 from server.assets import IMPORT_MAP, VENDOR_FILES
+from tests.fixtures.manifests import minimal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,9 +22,8 @@ def models(tmp_path):
     (folder / "tfjs" / "model.json").write_text('{"format": "graph-model"}')
     (folder / "tfjs" / "group1-shard1of1.bin").write_bytes(b"\x00" * 64)
     (folder / "secret.txt").write_text("not listed in the manifest")
-    manifest = {"id": "demo-net", "name": "demo-net", "task": "detect", "title": "Demo net",
-                "quantization": "none", "tfjs": {"model": "tfjs/model.json"},
-                "files": {"tfjs/model.json": 25, "tfjs/group1-shard1of1.bin": 64}}
+    manifest = minimal(id="demo-net", title="Demo net", tfjs={"model": "tfjs/model.json"},
+                       files={"tfjs/model.json": 25, "tfjs/group1-shard1of1.bin": 64})
     (folder / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / ".demo-net.tmp123").mkdir()  # an interrupted build: must be ignored
     return tmp_path
@@ -184,9 +184,8 @@ def test_pickers_prefer_real_fp32_models_and_take_a_model_parameter(tmp_path):
     def install(model_id, quantization="none", sha="abc"):
         folder = tmp_path / model_id
         folder.mkdir()
-        (folder / "manifest.json").write_text(json.dumps({
-            "id": model_id, "task": "detect", "title": model_id, "quantization": quantization,
-            "source": {"sha256": sha}, "tfjs": {"model": "tfjs/model.json"}, "files": {}}))
+        (folder / "manifest.json").write_text(json.dumps(minimal(
+            id=model_id, title=model_id, quantization=quantization, source={"kind": "test", "sha256": sha})))
 
     install("a-random", sha="random-seed0")
     install("b-real-float16", quantization="float16")

@@ -14,6 +14,7 @@ from converters import manifest as manifest_io
 from converters import pipeline
 from server import create_app, manifests
 from tests.api_helpers import api_models, photo_bytes  # noqa: F401
+from tests.fixtures.manifests import minimal
 
 JPEG = {"Content-Type": "image/jpeg"}
 
@@ -159,7 +160,7 @@ def listed(tmp_path):
     (folder / "tfjs" / "dir").mkdir()
     files = {"tfjs/model.json": 2, "../sibling.txt": 6, "tfjs/../../sibling.txt": 6, "link.bin": 6,
              "inner-link.json": 2, "tfjs/dir": 0, "/etc/hostname": 1}
-    (folder / "manifest.json").write_text(json.dumps({"id": "net", "task": "detect", "files": files}))
+    (folder / "manifest.json").write_text(json.dumps(minimal(id="net", files=files)))
     return create_app({"MODELS_DIR": models, "TESTING": True}).test_client()
 
 

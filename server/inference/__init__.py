@@ -3,16 +3,19 @@
 
     registry(app).get("detect", "yolov5n") -> DetectRunner
 
-Runners are cached per model id and version (the manifest's and every listed file's mtime
-and size), so a rebuilt model is picked up by the next request. Nothing loads at import or
-in create_app(): gunicorn preloads the app in the master, and each worker loads its own
-interpreters on first use.
+Manifests come from the app's manifest registry (server/manifests.py ``Manifests``), the
+server's one source of them. Runners are cached per model id and version (the manifest
+file's stamp and every listed file's mtime and size), so a rebuilt model is picked up by the
+next request. Nothing loads at import or in create_app(): gunicorn preloads the app in the
+master, and each worker loads its own interpreters on first use.
 
 Before a model loads, ``check`` verifies it: the manifest's input contract, every listed
 file against its recorded size and sha256 (manifests.verify_files), and a trial run of each
 .tflite in a child process (litert.trial_load), so a file that would crash LiteRT can't take
 the worker down. A model that fails answers 503 for itself only (the failure is remembered
-until its files change); ``status`` reports every model for /readyz.
+until its files change); so does a model whose manifest is invalid (unknown schema_version,
+not JSON, breaking modelcontract/manifest.schema.json). ``status`` reports every model for
+/readyz.
 """
 from __future__ import annotations
 
@@ -52,8 +55,10 @@ def is_default_candidate(manifest: dict) -> bool:
 
 
 class Registry:
-    def __init__(self, models_dir: Path, runners: dict | None = None):
-        self.models_dir = Path(models_dir)
+    def __init__(self, models: manifests.Manifests | Path, runners: dict | None = None):
+        # The app's manifest registry; a bare folder (a cluster model deployment) gets its own.
+        self.manifests = models if isinstance(models, manifests.Manifests) else manifests.Manifests(models)
+        self.models_dir = self.manifests.models_dir
         # task -> runner class, or a factory of the same signature (server/cluster: remote runners)
         self.runners = runners or RUNNERS
         self.local = runners is None  # LiteRT runs in this process (not on remote runners)
@@ -62,18 +67,17 @@ class Registry:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def _version(self, model_id: str, manifest: dict | None = None) -> tuple:
-        """The manifest's and each listed file's (mtime, size): changes when any is rebuilt."""
-        folder = self.models_dir / model_id
-        stat = (folder / manifests.MANIFEST).stat()
+    @staticmethod
+    def _version(model: manifests.Model) -> tuple:
+        """The manifest file's stamp and each listed file's (mtime, size): changes when any is rebuilt."""
         files = []
-        for name in sorted((manifest or {}).get("files") or {}):
+        for name in sorted(model.manifest.get("files") or {}):
             try:
-                st = (folder / name).stat()
+                st = (model.folder / name).stat()
                 files.append((st.st_mtime_ns, st.st_size))
             except (OSError, ValueError):
                 files.append(None)
-        return stat.st_mtime_ns, stat.st_size, tuple(files)
+        return model.stamp, tuple(files)
 
     def check(self, manifest: dict) -> str | None:
         """Why the model can't serve, or None: its input contract, its files (sizes, sha256),
@@ -95,36 +99,35 @@ class Registry:
 
     def _unavailable(self, mid: str, version: tuple, why: str) -> ModelUnavailable:
         self._failures[mid] = (version, why)
-        return ModelUnavailable(f"model {mid!r} cannot serve: {why}; rebuild it with the converter "
-                                "(make models, or python -m converters ... --force)")
+        return ModelUnavailable(f"model {mid!r} cannot serve: {why}; {manifests.REBUILD}")
 
-    def choose(self, task: str, model_id: str | None) -> dict:
-        installed = manifests.load_all(self.models_dir)
-        of_task = [m for m in installed if m.get("task") == task]
+    def choose(self, task: str, model_id: str | None) -> manifests.Model:
+        """The model asked for (or the task's default), valid: a broken one raises
+        ModelUnavailable; a missing one UnknownModel (or NoModel for the default)."""
         if model_id is None:
+            of_task = [m for m in self.manifests.installed() if m.get("task") == task]
             candidates = [m for m in of_task if is_default_candidate(m)] or [m for m in of_task if m.get("server")]
             if not candidates:
                 hint = manifests.INSTALL_HINTS.get(task)
                 raise NoModel(f"no {task} model is installed on the server"
                               + (f"; install one with: {hint}" if hint else ""))
-            return candidates[0]
-        for m in installed:
-            if m["id"] == model_id:
-                if m.get("task") != task:
-                    raise WrongTask(f"model {model_id!r} is a {m.get('task')} model, not {task}")
-                return m
-        raise UnknownModel(model_id, [m["id"] for m in of_task])
+            model_id = candidates[0]["id"]
+        model = self.manifests.get(model_id)
+        if model is None:
+            raise UnknownModel(model_id, [m["id"] for m in self.manifests.installed() if m.get("task") == task])
+        if model.error:
+            raise ModelUnavailable(f"model {model_id!r} cannot serve: {model.error}; {manifests.REBUILD}")
+        if model.manifest.get("task") != task:
+            raise WrongTask(f"model {model_id!r} is a {model.manifest.get('task')} model, not {task}")
+        return model
 
     def get(self, task: str, model_id: str | None = None) -> Runner:
-        manifest = self.choose(task, model_id)
-        mid = manifest["id"]
+        model = self.choose(task, model_id)
+        mid, manifest = model.id, model.manifest
         if not manifest.get("server"):
             raise ModelUnavailable(f"model {mid!r} has no server artifact in its manifest; "
                                    "rebuild it with the converter")
-        try:
-            version = self._version(mid, manifest)
-        except OSError as exc:
-            raise ModelUnavailable(f"model {mid!r} disappeared: {exc}") from None
+        version = self._version(model)
         cached = self._runners.get(mid)
         if cached and cached[0] == version:
             return cached[1]
@@ -141,7 +144,7 @@ class Registry:
             if problem:
                 raise self._unavailable(mid, version, problem)
             try:
-                runner = self.runners[task](manifest, self.models_dir / mid)
+                runner = self.runners[task](manifest, model.folder)
             except ModelUnavailable as exc:
                 raise self._unavailable(mid, version, str(exc)) from None
             except (KeyError, ValueError, TypeError, IndexError, StopIteration) as exc:
@@ -152,45 +155,41 @@ class Registry:
             return runner
 
     def status(self) -> list[dict]:
-        """Every installed model for /readyz (its manifest summary): ``status`` ``ready``,
+        """Every model folder for /readyz: a valid manifest's summary with ``status`` ``ready``,
         ``broken`` (with ``error``) or ``browser_only`` (no server artifact: the pages run it,
-        the API can't); ``verified`` ``sha256``, or ``size`` for older manifests."""
+        the API can't) and ``verified`` ``sha256`` (or ``size`` for older manifests); an
+        invalid manifest as ``broken`` with its error only."""
         out = []
-        for manifest in manifests.load_all(self.models_dir):
-            mid = manifest["id"]
+        for model in self.manifests.models():
+            if model.error:
+                out.append(manifests.broken_summary(model))
+                continue
+            manifest = model.manifest
             entry = {**manifests.summary(manifest),
                      "verified": "sha256" if isinstance(manifest.get("files_sha256"), dict) else "size"}
             if not manifest.get("server"):
                 out.append({**entry, "status": "browser_only"})
                 continue
-            try:
-                version = self._version(mid, manifest)
-            except OSError as exc:
-                out.append({**entry, "status": "broken", "error": f"disappeared: {exc}"})
-                continue
-            failed = self._failures.get(mid)
+            version = self._version(model)
+            failed = self._failures.get(model.id)
             problem = failed[1] if failed and failed[0] == version else self.check(manifest)
             if problem:
-                self._failures[mid] = (version, problem)
+                self._failures[model.id] = (version, problem)
                 out.append({**entry, "status": "broken", "error": problem})
             else:
                 out.append({**entry, "status": "ready"})
         return out
-
-    def loaded(self) -> list[str]:
-        return sorted(self._runners)
 
 
 _app_lock = threading.Lock()
 
 
 def registry(app) -> Registry:
-    """The app's registry (created on first use, per process)."""
-    folder = Path(app.config["MODELS_DIR"])
+    """The app's runner registry (created on first use, per process), on its manifest registry."""
     reg = app.extensions.get(EXTENSION)
-    if reg is None or reg.models_dir != folder:
+    if reg is None:
         with _app_lock:
             reg = app.extensions.get(EXTENSION)
-            if reg is None or reg.models_dir != folder:
-                reg = app.extensions[EXTENSION] = Registry(folder, app.config.get("INFERENCE_RUNNERS"))
+            if reg is None:
+                reg = app.extensions[EXTENSION] = Registry(manifests.registry(app), app.config.get("INFERENCE_RUNNERS"))
     return reg
