@@ -36,6 +36,11 @@ CA_DAYS = 3650       # the CA a phone trusts: long-lived, so it is installed onc
 SERVER_DAYS = 365    # under Apple's 825-day limit for TLS server certificates
 RENEW_DAYS = 30      # made again this long before its end
 FILES = ("ca.crt", "ca.key", "server.crt", "server.key")
+# All the CA may ever sign for (X.509 name constraints, checked by TLS clients): localhost and
+# private networks. A phone that trusts it then trusts nothing public, even if ca.key leaked.
+PERMITTED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",  # 100.64/10: CGNAT, VPNs
+    "::1/128", "fc00::/7"))
 
 
 def directory() -> Path:
@@ -45,13 +50,13 @@ def directory() -> Path:
 # ---------------------------------------------------------------------------- names
 
 def _usable(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    """An address a phone can put in a URL: not loopback (listed apart), not link-local (a
-    certificate cannot hold its %zone), not multicast or unspecified."""
+    """A LAN address a phone can put in a URL and the CA may sign for: private, not loopback
+    (listed apart), not link-local (a certificate cannot hold its %zone)."""
     try:
         ip = ipaddress.ip_address(address.split("%")[0])
     except ValueError:
         return None
-    if ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
+    if ip.is_loopback or not any(ip in net for net in PERMITTED_NETWORKS):
         return None
     return ip
 
@@ -124,6 +129,9 @@ def make_ca(now: dt.datetime | None = None) -> tuple[x509.Certificate, ec.Ellipt
                                          content_commitment=False, key_encipherment=False,
                                          data_encipherment=False, key_agreement=False,
                                          encipher_only=False, decipher_only=False), critical=True)
+            .add_extension(x509.NameConstraints(
+                permitted_subtrees=[x509.DNSName("localhost")] + [x509.IPAddress(n) for n in PERMITTED_NETWORKS],
+                excluded_subtrees=None), critical=True)
             .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
             .sign(key, hashes.SHA256()))
     return cert, key
@@ -270,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     lan = [ip for ip in bundle.ips if ip not in ("127.0.0.1", "::1")]
     reachable = lan if args.host in ("0.0.0.0", "::") else [ip for ip in lan if ip == args.host]
     if not lan:
-        print("  no LAN address found: the certificate covers this computer only")
+        print("  no private LAN address found: the certificate covers this computer only")
     elif not reachable:
         print(f"  the server listens on {args.host}, not on the LAN: run with HOST=0.0.0.0 for phones")
     for ip in reachable:
