@@ -3,6 +3,7 @@ model stacked into one invoke give every caller its own answer, the same as run 
 graph with a fixed batch of 1 (yolov5n) runs them one by one."""
 from __future__ import annotations
 
+import json
 import threading
 
 import numpy as np
@@ -21,7 +22,7 @@ def test_batched_runs_answer_each_caller(api_models, model_id):
     alone = LiteRTModel(path, threads=1)
     batched = LiteRTModel(path, threads=1)
     batched.batch(4, 0.02)
-    shape = alone.input_shapes[alone.input_keys[0]]
+    shape = json.loads((api_models[model_id] / "manifest.json").read_text())["input"]["shape"]
     rng = np.random.default_rng(0)
     inputs = [rng.random(shape, dtype=np.float32) for _ in range(6)]
     results: list = [None] * len(inputs)

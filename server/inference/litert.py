@@ -149,7 +149,6 @@ class LiteRTModel:
         self._lock = threading.Lock()
         first = _Instance(self.path, self.threads)  # load now: a broken file fails at load, not mid-request
         self.input_keys = list(first.inputs)
-        self.input_shapes = {k: v[2] for k, v in first.inputs.items()}
         self.output_keys = list(first.outputs)
         self._created = 1
         self._idle.put(first)
@@ -195,10 +194,6 @@ class LiteRTModel:
         if self._batcher is not None:
             return self._batcher.run1(x)
         return self.run({self.input_keys[0]: x})
-
-    @property
-    def interpreters(self) -> int:
-        return self._created
 
 
 class _Slot:
