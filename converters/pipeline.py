@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 import shutil
 import sys
 import tempfile
@@ -16,6 +17,9 @@ from .errors import ConverterError
 from .sources import Source
 
 CONVERTER_VERSION = 2  # 2: manifest lists the LiteRT.js browser artifacts
+# Every build gets a folder of its own under <out>/.builds/; <out>/<id> is a symlink to the
+# installed one, replaced by one atomic rename (see _install). Dot folders are not models.
+BUILDS = ".builds"
 
 
 @dataclass
@@ -75,9 +79,12 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
         print(f"[{name}] up to date in {target} (same source sha256 and options; --force rebuilds)")
         return target
 
-    out.mkdir(parents=True, exist_ok=True)
-    # Built beside the target (same filesystem) so the final rename is atomic.
-    workdir = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=out))
+    builds = out / BUILDS
+    builds.mkdir(parents=True, exist_ok=True)
+    # Built in its own versioned folder beside the target (same filesystem): installing it
+    # is one rename of a symlink, and the previous build serves until then.
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    workdir = Path(tempfile.mkdtemp(prefix=f"{target.name}-{stamp}-", dir=builds))
     try:
         ctx = BuildContext(name=name, workdir=workdir, source=source, quantize=quantize, out=out)
         built = mod.build(ctx)
@@ -100,30 +107,46 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
             }
             manifest["litert"] = manifest_io.litert_artifacts(manifest)
             manifest["steps"] = ctx.steps
-            manifest_io.write(workdir, manifest)
-        _install(workdir, target)
+            manifest_io.write(workdir, manifest)  # validated against the schema first
+        previous = _install(workdir, target)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            builds.rmdir()  # only when empty: nothing else was ever built here
         raise
+    if previous is not None:
+        shutil.rmtree(previous, ignore_errors=True)
     print(f"[{name}] installed {target} in {time.perf_counter() - started:.1f}s total")
     return target
 
 
-def _install(workdir: Path, target: Path) -> None:
-    """Swap the new folder in; the previous good model is kept until the swap succeeded."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        target.rename(old)
+def _install(build: Path, target: Path) -> Path | None:
+    """Point ``target`` at ``build`` (a folder in <out>/.builds) with one atomic rename of a
+    new symlink, so ``target`` is the previous model or the new one at every instant, crash or
+    not. Returns the build it replaced, for the caller to remove (None when there is none
+    of ours: a symlink to elsewhere is repointed, never followed and deleted)."""
+    previous = None
+    if target.is_symlink():
+        pointed = Path(os.path.normpath(target.parent / os.readlink(target)))
+        previous = pointed if pointed.parent == build.parent else None
+    elif target.exists():
+        # A real folder, installed before builds were versioned: moved into .builds once, the
+        # one step that is not atomic (a crash there leaves the model in .builds, not lost).
+        previous = build.parent / f"{target.name}-unversioned-{build.name.rsplit('-', 1)[-1]}"
+        target.rename(previous)
+    link = target.with_name(f".{target.name}.link-{os.getpid()}")
     try:
-        workdir.rename(target)
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(build.relative_to(target.parent))  # relative: the models folder can move
+        os.replace(link, target)
     except BaseException:
-        if old is not None:
-            old.rename(target)
+        with contextlib.suppress(OSError):
+            link.unlink()
+        if previous is not None and not target.is_symlink() and not target.exists():
+            previous.rename(target)  # put the unversioned folder back
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    return previous
 
 
 def is_installed(name: str, out: Path | None, quantize: str) -> bool:

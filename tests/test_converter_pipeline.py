@@ -1,4 +1,5 @@
-"""The shared conversion pipeline and CLI: atomic install, idempotence, errors (exit 2)."""
+"""The shared conversion pipeline and CLI: atomic install, idempotence, errors (exit 2).
+(Install atomicity under a crash: tests/test_manifest_schema.py.)"""
 from __future__ import annotations
 
 import subprocess
@@ -31,7 +32,9 @@ def test_build_writes_model_and_manifest(fake, tmp_path):
     assert set(data["files"]) >= {"tfjs/model.json"}
     assert data["files"]["tfjs/model.json"] == (target / "tfjs" / "model.json").stat().st_size
     assert [s["step"] for s in data["steps"]] == ["trace/convert"]
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temp folder left behind"
+    # The installed build is the only one kept: no temp folder or previous build left behind.
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".builds", "fake"]
+    assert list((tmp_path / ".builds").iterdir()) == [target.resolve()]
 
 
 def test_quantised_variant_sits_beside(fake, tmp_path):
@@ -56,7 +59,8 @@ def test_failed_build_keeps_previous_model(fake, tmp_path, monkeypatch):
     with pytest.raises(RuntimeError):
         pipeline.convert("fake", out=tmp_path, force=True)
     assert (tmp_path / "fake" / "manifest.json").read_text() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["fake"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".builds", "fake"]
+    assert list((tmp_path / ".builds").iterdir()) == [(tmp_path / "fake").resolve()]
 
 
 def test_failed_first_build_installs_nothing(fake, tmp_path, monkeypatch):
