@@ -70,25 +70,30 @@ def detection(labels, class_id: int, score: float, box, transform, width: int, h
             "box": [clamp(x1, width), clamp(y1, height), clamp(x2, width), clamp(y2, height)]}
 
 
+def nms_rows(outputs: dict, input_size: tuple[int, int]) -> dict:
+    """An in-graph-NMS detector's valid rows: {"boxes": [n, 4] x1,y1,x2,y2 in input pixels
+    (float64), "scores": [n], "classes": [n] (int)}. ``outputs`` by key (NMS_KEYS),
+    ``input_size`` (width, height)."""
+    in_w, in_h = input_size
+    scores = np.asarray(outputs["scores"]).reshape(-1)
+    n = min(int(np.asarray(outputs["valid_detections"]).reshape(-1)[0]), len(scores))
+    boxes = np.asarray(outputs["boxes"]).reshape(-1, 4)[:n].astype(np.float64) * [in_w, in_h, in_w, in_h]
+    classes = np.round(np.asarray(outputs["classes"]).reshape(-1)[:n]).astype(int)
+    return {"boxes": boxes, "scores": scores[:n], "classes": classes}
+
+
 def decode_nms(outputs: dict, input_size: tuple[int, int], labels, transform, width, height,
                opts: DetectOptions) -> list[dict]:
     """detector.js decodeNms: the graph's rows up to valid_detections, score and class
-    filter, max_det. ``outputs`` by key (NMS_KEYS); ``input_size`` (width, height)."""
-    in_w, in_h = input_size
-    boxes = np.asarray(outputs["boxes"]).reshape(-1, 4).astype(np.float64)
-    scores = np.asarray(outputs["scores"]).reshape(-1)
-    classes = np.asarray(outputs["classes"]).reshape(-1)
-    valid = int(np.asarray(outputs["valid_detections"]).reshape(-1)[0])
+    filter, max_det."""
+    rows = nms_rows(outputs, input_size)
     detections = []
-    for i in range(min(valid, len(scores))):
+    for box, score, class_id in zip(rows["boxes"], rows["scores"], rows["classes"]):
         if len(detections) >= opts.max_det:
             break
-        class_id = int(np.round(classes[i]))
-        if scores[i] < opts.score or not _wanted(opts, class_id):
+        if score < opts.score or not _wanted(opts, int(class_id)):
             continue
-        b = boxes[i]
-        detections.append(detection(labels, class_id, scores[i],
-                                    [b[0] * in_w, b[1] * in_h, b[2] * in_w, b[3] * in_h], transform, width, height))
+        detections.append(detection(labels, int(class_id), score, box, transform, width, height))
     return detections
 
 

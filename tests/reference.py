@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from converters.tflite import run_tflite
+from modelcontract.decode import DetectOptions, decode_nms, nms_defaults
 from modelcontract.geometry import prepare
 
 
@@ -16,22 +17,15 @@ def manifest(model_dir: Path) -> dict:
 
 
 def detect(model_dir: Path, rgb: np.ndarray) -> list[dict]:
-    """Detections in source pixels for an in-graph-NMS detector ("nms" format)."""
+    """Every detection of an in-graph-NMS detector ("nms" format), in source pixels."""
     m = manifest(model_dir)
     assert m["outputs"]["format"] == "nms"
     x, transform = prepare(rgb, m["input"])
     out = run_tflite(Path(model_dir) / m["server"]["model"], {m["input"]["name"]: x})
     _, in_h, in_w, _ = m["input"]["shape"]
     h, w = rgb.shape[:2]
-    found = []
-    for i in range(int(out["valid_detections"][0])):
-        box = out["boxes"][0, i] * np.array([in_w, in_h, in_w, in_h])
-        box = transform.to_source(box)
-        box = np.clip(box, 0, [w, h, w, h])
-        cls = int(out["classes"][0, i])
-        found.append({"class_id": cls, "label": m["labels"][cls], "score": float(out["scores"][0, i]),
-                      "box": [float(v) for v in box]})
-    return found
+    everything = DetectOptions(score=0.0, iou=nms_defaults(m)["iou"], max_det=len(out["scores"].reshape(-1)))
+    return decode_nms(out, (in_w, in_h), m["labels"], transform, w, h, everything)
 
 
 def classify(model_dir: Path, rgb: np.ndarray) -> np.ndarray:

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from modelcontract.decode import NMS_KEYS
 from tests.conftest import YOLOV5N_WEIGHTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PERSON, BUS = 0, 5
-NMS_KEYS = ("boxes", "scores", "classes", "valid_detections")
 
 needs_weights = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(),
                                    reason=f"shared yolov5n weights absent: {YOLOV5N_WEIGHTS}")
@@ -32,6 +32,7 @@ def detect(folder: Path, photo: str, runtime: str = "tfjs") -> dict:
     """Run an installed 'nms'-format model on a real photo the way a page or the server
     would: manifest input contract, the four outputs, boxes mapped back to source pixels."""
     from converters import parity, sources, tflite
+    from modelcontract.decode import nms_rows
     from modelcontract.geometry import prepare
 
     m = manifest(folder)
@@ -44,12 +45,10 @@ def detect(folder: Path, photo: str, runtime: str = "tfjs") -> dict:
         out = {k: run["outputs"][names[k]] for k in NMS_KEYS}
     else:
         out = tflite.run_tflite(folder / m["server"]["model"], {m["input"]["name"]: x})
-    n = int(np.asarray(out["valid_detections"]).reshape(-1)[0])
     _, h, w, _ = m["input"]["shape"]
-    boxes = np.asarray(out["boxes"], dtype=np.float64)[0, :n] * [w, h, w, h]
-    return {"classes": np.asarray(out["classes"])[0, :n].astype(int),
-            "scores": np.asarray(out["scores"])[0, :n], "boxes": transform.to_source(boxes),
-            "image": image.shape, "padding": np.asarray(out["scores"])[0, n:]}
+    rows = nms_rows(out, (w, h))  # unclipped: the overhang is checked below
+    return {"classes": rows["classes"], "scores": rows["scores"], "boxes": transform.to_source(rows["boxes"]),
+            "image": image.shape, "padding": np.asarray(out["scores"]).reshape(-1)[len(rows["scores"]):]}
 
 
 def assert_boxes_inside(found: dict) -> None:
