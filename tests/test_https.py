@@ -237,10 +237,11 @@ class HttpsGunicorn:
 
 @pytest.fixture(scope="module")
 def models(built_model) -> Path:
-    """The models folder the servers serve: yolov5n (/detect) and efficientnet-lite0 (/classify)."""
+    """The models folder the servers serve: yolov5n, efficientnet-lite0, handpose (one per page)."""
     if not YOLOV5N_WEIGHTS.is_file():
         pytest.skip("shared yolov5n.pt is absent")
     built_model("efficientnet-lite0")
+    built_model("handpose")
     return built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)).parent
 
 
@@ -402,6 +403,10 @@ def test_http_origin_that_is_not_localhost_explains_the_insecure_context(pw, htt
         page.click("#camera-button")  # the classify page's camera snapshot
         page.wait_for_selector("#camera-message:not([hidden])", timeout=60_000)
         classify_message = page.inner_text("#camera-message")
+
+        page.goto(f"{origin}/hands?backend=wasm")
+        page.wait_for_selector("#camera-message:not([hidden])", timeout=300_000)
+        hands_message = page.inner_text("#camera-message")
         context.close()
     finally:
         browser.close()
@@ -409,4 +414,5 @@ def test_http_origin_that_is_not_localhost_explains_the_insecure_context(pw, htt
     assert f"https://demo.test:{HTTP_PORT}/detect?model=yolov5n&backend=wasm" in detect_message
     assert f"http://localhost:{HTTP_PORT}/detect" in detect_message
     assert f"https://demo.test:{HTTP_PORT}/classify?model=efficientnet-lite0" in classify_message
+    assert f"https://demo.test:{HTTP_PORT}/hands?backend=wasm" in hands_message
     assert outside == [] and errors == []
