@@ -1,10 +1,12 @@
 """The server artifact: a LiteRT (.tflite) flatbuffer of the same SavedModel.
 
-LiteRT (ai-edge-litert) was the fastest CPU runtime measured for these models and the
-lightest to serve (see README, "Server runtime"). Same weights as the TF.js files.
+The server runs it with LiteRT (ai-edge-litert) and the pages can run the very same file
+with LiteRT.js (README, "LiteRT.js backends"). Same weights as the TF.js files.
 """
 from __future__ import annotations
 
+import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,20 +32,41 @@ def interpreter(model_path: Path, threads: int | None = None):
     return interp
 
 
-def run_tflite(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray]) -> dict[str, np.ndarray]:
-    """One call through the serving_default signature; returns {output key: array}.
-    A flatbuffer without signatures (ultralytics' export writes those) runs through its
-    input/output tensors instead, keyed by tensor name."""
-    interp = interpreter(model_path)
+def _caller(interp, inputs: dict[str, np.ndarray] | list[np.ndarray]):
+    """A no-argument call running ``interp`` once on ``inputs``; returns {output key: array}.
+    Through the serving_default signature; a flatbuffer without signatures (ultralytics'
+    export and MediaPipe write those) runs through its input/output tensors, keyed by name."""
     if not interp.get_signature_list():
         details = interp.get_input_details()
         arrays = inputs if isinstance(inputs, list) else [inputs[d["name"]] for d in details]
-        for detail, array in zip(details, arrays):
-            interp.set_tensor(detail["index"], np.asarray(array, dtype=detail["dtype"]))
-        interp.invoke()
-        return {d["name"]: np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()}
+        arrays = [np.asarray(a, dtype=d["dtype"]) for d, a in zip(details, arrays)]
+
+        def call():
+            for detail, array in zip(details, arrays):
+                interp.set_tensor(detail["index"], array)
+            interp.invoke()
+            return {d["name"]: np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()}
+        return call
     runner = interp.get_signature_runner()
     if isinstance(inputs, list):
-        keys = list(runner.get_input_details())
-        inputs = dict(zip(keys, inputs))
-    return {k: np.asarray(v) for k, v in runner(**inputs).items()}
+        inputs = dict(zip(list(runner.get_input_details()), inputs))
+    return lambda: {k: np.asarray(v) for k, v in runner(**inputs).items()}
+
+
+def run_tflite(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray]) -> dict[str, np.ndarray]:
+    """One call of the model on ``inputs``; returns {output key: array}."""
+    return _caller(interpreter(model_path), inputs)()
+
+
+def median_ms(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray], threads: int,
+              runs: int, warmup: int = 2) -> float:
+    """Median wall time of one call (inputs in, outputs out), after ``warmup`` calls."""
+    call = _caller(interpreter(model_path, threads), inputs)
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
