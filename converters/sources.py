@@ -23,12 +23,53 @@ class Source:
     url: str | None = None
     sha256: str | None = None
     extra: dict = field(default_factory=dict)
+    licence: dict | None = None  # of the weights: {"name", "url"} (see licence() below)
 
     def describe(self) -> dict:
         out = {"kind": self.kind, "path": str(self.path) if self.path else None,
-               "url": self.url, "sha256": self.sha256}
+               "url": self.url, "sha256": self.sha256,
+               "licence": self.licence or licence(UNKNOWN)}
         out.update(self.extra)
         return out
+
+
+# Licence names the manifests use besides SPDX ids.
+UNKNOWN = "unknown"
+RANDOM_WEIGHTS = "none (random weights)"
+GIVEN_BY_USER = "as given by the user"
+
+
+def licence(name: str, url: str | None = None, **notes) -> dict:
+    """``source.licence`` as manifests record it: {"name", "url"} plus optional notes."""
+    return {"name": name, "url": url, **notes}
+
+
+def user_licence(kind: str) -> dict:
+    """Weights the user passed: their licence is whatever the user got them under."""
+    return licence(UNKNOWN, None, note=f"{kind} {GIVEN_BY_USER}; its licence is not recorded in the file")
+
+
+def package_licence(dist: str) -> dict:
+    """The licence an installed package states: its metadata's License-Expression or License
+    field, else the first line of the LICENSE file in its dist-info ("UNKNOWN" counts as none)."""
+    from importlib import metadata
+
+    meta = metadata.metadata(dist)
+    stated, where = None, None
+    for key in ("License-Expression", "License"):
+        value = (meta.get(key) or "").strip()
+        if value and value.upper() != "UNKNOWN":
+            stated, where = value, f"{key} metadata field"
+            break
+    if stated is None:
+        text = metadata.distribution(dist).read_text("LICENSE") or ""
+        stated = next((line.strip() for line in text.splitlines() if line.strip()), None)
+        where = "LICENSE file in its dist-info (the License metadata field says UNKNOWN)"
+    if stated is None:
+        return licence(UNKNOWN, meta.get("Home-page"), stated_by=f"{dist} {meta['Version']}: nothing stated")
+    spdx = "Apache-2.0" if "apache" in stated.lower() and "2.0" in stated else stated
+    url = "https://www.apache.org/licenses/LICENSE-2.0" if spdx == "Apache-2.0" else meta.get("Home-page")
+    return licence(spdx, url, stated=stated, stated_by=f"{dist} {meta['Version']}, {where}")
 
 
 def local_weights(path: str, kind: str, suffixes: tuple[str, ...]) -> Source:
