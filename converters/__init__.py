@@ -19,6 +19,9 @@ FAMILIES = {
 QUANTIZATIONS = ("none", "float16", "uint8")
 
 
-def model_folder_name(name: str, quantize: str) -> str:
-    """Folder (and model id) of one build: quantised variants sit beside the fp32 one."""
+def model_folder_name(name: str, quantize: str, imgsz: int | None = None, default_imgsz: int | None = None) -> str:
+    """Folder (and model id) of one build: other input sizes (yolov5n-320) and quantised
+    variants (yolov5n-float16, yolov5n-320-float16) sit beside the default one."""
+    if imgsz is not None and imgsz != default_imgsz:
+        name = f"{name}-{imgsz}"
     return name if quantize == "none" else f"{name}-{quantize}"

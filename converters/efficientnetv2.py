@@ -20,18 +20,16 @@ bucket, fetched once into the cache when online; ``--weights file.h5|.keras`` of
 weights give a near-uniform softmax (~1e-3 everywhere), so parity is measured on the logits
 (the Softmax input, read from the very TF.js graph that ships) as well as on the probabilities.
 
-The helpers at the bottom (SavedModel export, parity, manifest fields) are shared with
-``converters.efficientnet_lite``.
+Export, verification and manifest fields are shared with ``converters.efficientnet_lite``
+(``converters.classifier``).
 """
 from __future__ import annotations
 
 import hashlib
-import tempfile
+import types
 from pathlib import Path
 
-import numpy as np
-
-from . import parity, sources, tfjs, tflite
+from . import classifier, sources, stages
 from .errors import ConverterError
 from .manifest import sha256_file
 
@@ -42,6 +40,8 @@ SUMMARY = "EfficientNetV2-B0 ImageNet-1k classifier (Keras Applications), 224x22
 WEIGHTS_FILE = "efficientnetv2-b0.h5"
 WEIGHTS_URL = "https://storage.googleapis.com/tensorflow/keras-applications/efficientnet_v2/" + WEIGHTS_FILE
 WEIGHTS_MD5 = "21ecbf6da12460d5c40bb2f29ceb2188"  # Keras' own check for this file (with top)
+# Keras Applications' weights ship under Keras' licence (the EfficientNetV2 originals, google/automl: Apache-2.0 too)
+LICENCE = sources.licence("Apache-2.0", "https://github.com/keras-team/keras/blob/master/LICENSE")
 RANDOM_SEED = 0
 SIZE = 224
 
@@ -60,10 +60,12 @@ WEIGHTS_FIX = (f"download {WEIGHTS_URL} elsewhere and pass --weights /path/to/{W
 def resolve_source(weights: str | None) -> sources.Source:
     if weights == "none":
         return sources.Source(kind="random", sha256=f"random-seed{RANDOM_SEED}",
-                              extra={"init": f"tf_keras default initialisers, seed {RANDOM_SEED}"})
+                              extra={"init": f"tf_keras default initialisers, seed {RANDOM_SEED}"},
+                              licence=sources.licence(sources.RANDOM_WEIGHTS))
     if weights:
         source = sources.local_weights(weights, "Keras weights", (".h5", ".keras"))
         _check_keras_file(source.path)
+        source.licence = sources.user_licence("Keras weights")
         return source
     # Keras' own download cache first: a machine that ever ran Keras online has the file.
     for cached in (Path.home() / ".keras" / "models" / WEIGHTS_FILE, sources.CACHE / WEIGHTS_FILE):
@@ -79,6 +81,7 @@ def resolve_source(weights: str | None) -> sources.Source:
     if _md5(source.path) != WEIGHTS_MD5:
         raise ConverterError(f"{source.path} is not the published {WEIGHTS_FILE} (MD5 differs)",
                              f"delete it and retry online, or {WEIGHTS_FIX}")
+    source.licence = LICENCE
     return source
 
 
@@ -144,151 +147,35 @@ def _keras_model(source: sources.Source):
 
 
 def build(ctx) -> dict:
+    return stages.run(ctx, load, export, classifier.verify, describe)
+
+
+def load(ctx) -> types.SimpleNamespace:
+    """The Keras model (probabilities and logits) and its outputs on bus.jpg."""
     import tensorflow as tf
     import tf_keras
 
-    with ctx.step("load"):
-        model, logits_model = _keras_model(ctx.source)
-        ctx.log(f"{model.count_params():,} parameters")
-    with ctx.step("reference"):
-        x, _ = prepare_photo(INPUT)
-        reference = {"probabilities": model(x, training=False).numpy(),
-                     "logits": logits_model(x, training=False).numpy()}
-    with tempfile.TemporaryDirectory(prefix="effv2-") as tmp:
-        saved_model = Path(tmp) / "saved_model"
-        with ctx.step("savedmodel"):
-            export_saved_model(lambda t: model(t, training=False), model.variables, saved_model, INPUT)
-        with ctx.step("tfjs"):
-            model_json = tfjs.convert_saved_model(saved_model, ctx.workdir / "tfjs", ctx.quantize)
-        with ctx.step("tflite"):
-            tflite.saved_model_to_tflite(saved_model, ctx.workdir / "model.tflite")
-    with ctx.step("verify"):
-        checked = verify_classifier(ctx, model_json, x, reference,
-                                    {"runtime": "tf_keras", "version": tf_keras.__version__,
-                                     "tensorflow": tf.__version__})
-    return classifier_fields(
+    model, logits_model = _keras_model(ctx.source)
+    ctx.log(f"{model.count_params():,} parameters")
+    x, _ = classifier.prepare_photo(INPUT)
+    return types.SimpleNamespace(
+        model=model, x=x,
+        reference={"probabilities": model(x, training=False).numpy(),
+                   "logits": logits_model(x, training=False).numpy()},
+        reference_info={"runtime": "tf_keras", "version": tf_keras.__version__, "tensorflow": tf.__version__})
+
+
+def export(ctx, loaded) -> dict:
+    model = loaded.model
+    return classifier.export_graph(ctx, lambda t: model(t, training=False), model.variables, INPUT)
+
+
+def describe(ctx, loaded, model_json, verified) -> dict:
+    return classifier.describe(
         title="EfficientNetV2-B0 (ImageNet-1k)" + (" - random weights" if ctx.source.path is None else ""),
-        input_spec=INPUT, checked=checked,
+        input_spec=INPUT, verified=verified,
         extra={"architecture": {"family": "EfficientNetV2", "variant": "B0", "built_with": "tf_keras",
                                 "preprocessing_in_graph": "Rescaling(1/255) + Normalization(ImageNet mean/std)"},
                "preprocessing": {"resize": "stretch to 224x224 (bilinear, half-pixel centres)",
                                  "why": "the graph normalises internally and expects RGB 0..255; "
                                         "Keras reference evaluation resizes the whole image to 224"}})
-
-
-# ------------------------------------------------- shared with efficientnet_lite
-
-def prepare_photo(input_spec: dict, photo: str = "bus.jpg"):
-    from modelcontract.geometry import prepare
-
-    return prepare(sources.load_photo(photo), input_spec)
-
-
-def export_saved_model(forward, variables, path: Path, input_spec: dict) -> Path:
-    """SavedModel with one ``serving_default`` signature: input -> {"probabilities"}.
-
-    Only the variables are attached to the saved object (not a Keras model), so saving
-    does not trace every Keras layer; the function captures them by reference.
-    """
-    import tensorflow as tf
-
-    root = tf.Module()
-    root.weights = list(variables)
-
-    @tf.function(input_signature=[tf.TensorSpec(input_spec["shape"], tf.float32, name=input_spec["name"])])
-    def serve(x):
-        return {"probabilities": forward(x)}
-
-    tf.saved_model.save(root, str(path), signatures={"serving_default": serve})
-    return path
-
-
-def softmax_input(model_json: dict) -> str:
-    """Name of the node feeding the graph's Softmax: the logits, as the TF.js runtime computes them."""
-    nodes = model_json["modelTopology"]["node"]
-    softmax = [n for n in nodes if n.get("op") == "Softmax"]
-    if len(softmax) != 1:
-        raise RuntimeError(f"expected one Softmax node in the TF.js graph, found {len(softmax)}")
-    return softmax[0]["input"][0].split(":")[0]
-
-
-def top_k(probabilities: np.ndarray, labels: list[str], k: int = 5) -> list[dict]:
-    p = np.asarray(probabilities).reshape(-1)
-    order = np.argsort(-p, kind="stable")[:k]
-    return [{"class_id": int(i), "label": labels[i], "probability": round(float(p[i]), 6)} for i in order]
-
-
-def verify_classifier(ctx, model_json: dict, x: np.ndarray, reference: dict, reference_info: dict,
-                      labels: list[str] | None = None) -> dict:
-    """Run the produced TF.js files (WASM) and the .tflite on ``x``; compare with the reference.
-
-    ``reference``: {"probabilities": [1,1000], "logits": [1,1000]} from the source framework.
-    Returns {"signature", "parity"}; raises ConverterError when a target is missed.
-    """
-    labels = labels or sources.imagenet_names()
-    signature = tfjs.graph_signature(model_json)
-    input_name = signature["inputs"][0]["name"]
-    output_name = signature["outputs"][0]["name"]
-    logits_node = softmax_input(model_json)
-    run = parity.run_tfjs(ctx.workdir / "tfjs" / "model.json", {input_name: x},
-                          outputs=[output_name, logits_node], backend="wasm")
-    got_p, got_l = run["outputs"][output_name], run["outputs"][logits_node]
-    ref_p, ref_l = reference["probabilities"], reference["logits"]
-    tfjs_p, tfjs_l = parity.compare(ref_p, got_p), parity.compare(ref_l, got_l)
-    server = tflite.run_tflite(ctx.workdir / "model.tflite", {"input": x})["probabilities"]
-    server_p = parity.compare(ref_p, server)
-
-    target = parity.TARGETS[ctx.quantize]
-    server_target = parity.TARGETS["none"]  # the .tflite stays fp32 whatever --quantize says
-    ref_top, tfjs_top = top_k(ref_p, labels), top_k(got_p, labels)
-    top1_agrees = ref_top[0]["class_id"] == tfjs_top[0]["class_id"]
-    if target is None:
-        passed = top1_agrees and server_p["relative"] <= server_target
-        criterion = "no numeric target for uint8 (figures recorded); top-1 equals the reference's"
-    else:
-        passed = (tfjs_p["relative"] <= target and tfjs_l["relative"] <= target
-                  and server_p["relative"] <= server_target)
-        criterion = "max|a-b|/max|a| <= target on probabilities and on logits (server: fp32 target)"
-    ctx.log(f"TF.js {run['backend']} vs {reference_info['runtime']}: probabilities rel {tfjs_p['relative']:.2e}, "
-            f"logits rel {tfjs_l['relative']:.2e}; LiteRT rel {server_p['relative']:.2e}; "
-            f"top-1 {tfjs_top[0]['label']} {tfjs_top[0]['probability']:.3f}")
-    result = {
-        "photo": "bus.jpg",
-        "reference": {**reference_info, "top5": ref_top},
-        "tfjs": {"backend": run["backend"], "version": run["version"], "ms": round(run["ms"], 1),
-                 "compared": "probabilities", **_rounded(tfjs_p),
-                 "logits": {"node": logits_node, **_rounded(tfjs_l)}, "top5": tfjs_top},
-        "server": {"runtime": "litert", "compared": "probabilities", **_rounded(server_p),
-                   "target_relative": server_target},
-        "target_relative": target,
-        "criterion": criterion,
-        "passed": bool(passed),
-    }
-    if target is not None and not passed:
-        raise ConverterError(
-            f"parity check failed on bus.jpg: TF.js probabilities rel {tfjs_p['relative']:.2e}, logits rel "
-            f"{tfjs_l['relative']:.2e}, LiteRT rel {server_p['relative']:.2e} (target {target:g})",
-            "the converted model disagrees with its source and was not installed; report this with the log")
-    return {"signature": {"input": input_name, "output": output_name}, "parity": result}
-
-
-def _rounded(figures: dict) -> dict:
-    return {k: float(f"{v:.4g}") for k, v in figures.items()}
-
-
-def classifier_fields(title: str, input_spec: dict, checked: dict, extra: dict) -> dict:
-    """The manifest fields both EfficientNet families return."""
-    labels = sources.imagenet_names()
-    return {
-        "title": title,
-        "input": {**input_spec, "name": checked["signature"]["input"]},
-        "outputs": {"format": "probabilities", "tensors": [{
-            "name": checked["signature"]["output"], "shape": [1, len(labels)],
-            "meaning": "softmax probabilities over the ImageNet-1k classes (index = labels[i])"}]},
-        "labels": labels,
-        "tfjs": {"model": "tfjs/model.json"},
-        "server": {"runtime": "litert", "model": "model.tflite", "signature": "serving_default",
-                   "input": "input", "output": "probabilities", "precision": "float32"},
-        "parity": checked["parity"],
-        **extra,
-    }

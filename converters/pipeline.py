@@ -13,10 +13,11 @@ from pathlib import Path
 
 from . import FAMILIES, model_folder_name
 from . import manifest as manifest_io
+from . import stages
 from .errors import ConverterError
 from .sources import Source
 
-CONVERTER_VERSION = 2  # 2: manifest lists the LiteRT.js browser artifacts
+CONVERTER_VERSION = 3  # 2: manifest lists the LiteRT.js browser artifacts; 3: speed, source.licence
 # Every build gets a folder of its own under <out>/.builds/; <out>/<id> is a symlink to the
 # installed one, replaced by one atomic rename (see _install). Dot folders are not models.
 BUILDS = ".builds"
@@ -30,6 +31,7 @@ class BuildContext:
     source: Source
     quantize: str
     out: Path
+    imgsz: int | None = None  # input side, for families that take --imgsz
     steps: list = field(default_factory=list)
 
     @contextlib.contextmanager
@@ -52,8 +54,9 @@ def family(name: str):
     return importlib.import_module(FAMILIES[name])
 
 
-def options_of(weights: str | None, quantize: str) -> dict:
-    return {"quantize": quantize, "weights": "none" if weights == "none" else "given" if weights else "default"}
+def options_of(weights: str | None, quantize: str, imgsz: int | None = None) -> dict:
+    options = {"quantize": quantize, "weights": "none" if weights == "none" else "given" if weights else "default"}
+    return options if imgsz is None else {**options, "imgsz": imgsz}
 
 
 def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
@@ -65,16 +68,17 @@ def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
 
 
 def convert(name: str, weights: str | None = None, out: Path | None = None,
-            quantize: str = "none", force: bool = False) -> Path:
-    """Build one model into ``out/<name>[-<quantize>]``; returns the installed folder."""
+            quantize: str = "none", force: bool = False, imgsz: int | None = None) -> Path:
+    """Build one model into ``out/<name>[-<imgsz>][-<quantize>]``; returns the installed folder."""
     from modelcontract.paths import default_models_dir
 
     mod = family(name)
+    imgsz = stages.input_side(mod, imgsz)
     out = Path(out) if out else default_models_dir()
-    target = out / model_folder_name(name, quantize)
+    target = out / model_folder_name(name, quantize, imgsz, getattr(mod, "IMGSZ", None))
     started = time.perf_counter()
     source = mod.resolve_source(weights)
-    options = options_of(weights, quantize)
+    options = options_of(weights, quantize, imgsz)
     if not force and is_up_to_date(target, source, options):
         print(f"[{name}] up to date in {target} (same source sha256 and options; --force rebuilds)")
         return target
@@ -86,7 +90,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     workdir = Path(tempfile.mkdtemp(prefix=f"{target.name}-{stamp}-", dir=builds))
     try:
-        ctx = BuildContext(name=name, workdir=workdir, source=source, quantize=quantize, out=out)
+        ctx = BuildContext(name=name, workdir=workdir, source=source, quantize=quantize, out=out, imgsz=imgsz)
         built = mod.build(ctx)
         with ctx.step("write manifest"):
             manifest = {

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import sources
+from . import detections, parity, sources, stages
 from .errors import ConverterError
 
 NAME = "yolov5n"
@@ -37,20 +37,29 @@ TASK = "detect"
 SUMMARY = "YOLOv5n (classic anchor-based, COCO 80 classes), agnostic NMS inside the graph"
 
 URL = "https://github.com/ultralytics/yolov5/releases/download/v7.0/yolov5n.pt"
+URL_SHA256 = "4f180cf23ba0717ada0badd6c685026d73d48f184d00fc159c2641284b2ac0a3"  # that file
+LICENCE = sources.licence("AGPL-3.0", "https://github.com/ultralytics/yolov5/blob/master/LICENSE")
 KIND = "yolov5 detection checkpoint"
 EXPECTED = ("expected a yolov5 v6.0-v7.0 detection checkpoint (a pickled models.yolo.Model with the "
             "anchor-based Detect head), e.g. yolov5n.pt")
-IMGSZ = 640
+IMGSZ = 640  # the default input side; --imgsz builds another (IMGSZ_STEP multiples) beside it
+IMGSZ_STEP = 32  # the largest stride: a side of whole grid cells at every level
 NMS = {"iou": 0.45, "score": 0.25, "max_det": 100, "agnostic": True}
 OUTPUT_KEYS = ("boxes", "scores", "classes", "valid_detections")
 RAW_HEAD = "raw_head"  # name of the decoded head tensor (before NMS) inside the graph
 RANDOM_SEED = 0
 
-INPUT = {
-    "name": "images", "shape": [1, IMGSZ, IMGSZ, 3], "layout": "NHWC", "dtype": "float32",
-    "color": "RGB", "range": [0.0, 1.0], "resize": "letterbox", "pad_value": 114,
-    "scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
-}
+
+
+def input_spec(imgsz: int = IMGSZ) -> dict:
+    return {
+        "name": "images", "shape": [1, imgsz, imgsz, 3], "layout": "NHWC", "dtype": "float32",
+        "color": "RGB", "range": [0.0, 1.0], "resize": "letterbox", "pad_value": 114,
+        "scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
+    }
+
+
+INPUT = input_spec()
 
 # The yolov5n architecture (yolov5 v6.0+ yolov5n.yaml) for --weights none.
 # Rows: [from, repeats, module, args]; channels are scaled by width_multiple.
@@ -118,10 +127,14 @@ def _known_global(name: str) -> bool:
 def resolve_source(weights: str | None) -> sources.Source:
     if weights == "none":
         return sources.Source(kind="yolov5n architecture, random init", sha256=f"random-seed{RANDOM_SEED}",
-                              extra={"nc": YOLOV5N_CFG["nc"]})
+                              extra={"nc": YOLOV5N_CFG["nc"]}, licence=sources.licence(sources.RANDOM_WEIGHTS))
     if weights is None:
-        return sources.download(URL, "yolov5n.pt", KIND)
+        source = sources.download(URL, "yolov5n.pt", KIND)
+        source.licence = LICENCE
+        return source
     source = sources.local_weights(weights, KIND, (".pt",))
+    # the released checkpoint, recognised by its digest, carries the release's licence
+    source.licence = LICENCE if source.sha256 == URL_SHA256 else sources.user_licence(KIND)
     names = checkpoint_globals(source.path)
     if any(n.startswith("ultralytics.") for n in names):
         raise ConverterError(f"{source.path.name} is an Ultralytics 8.x checkpoint; {EXPECTED}",
@@ -352,7 +365,7 @@ def torch_head(model, x_nhwc: np.ndarray) -> np.ndarray:
         return model(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous()).numpy()
 
 
-def nms_reference(raw: np.ndarray) -> dict:
+def nms_reference(raw: np.ndarray, imgsz: int = IMGSZ) -> dict:
     """The same agnostic NMS on the PyTorch head, with torchvision (the reference detections)."""
     import torch
     import torchvision
@@ -364,7 +377,7 @@ def nms_reference(raw: np.ndarray) -> dict:
     keep = score > NMS["score"]
     boxes, score, label = boxes[keep], score[keep], label[keep]
     idx = torchvision.ops.nms(boxes, score, NMS["iou"])[:NMS["max_det"]]
-    return {"boxes": (boxes[idx] / IMGSZ).numpy(), "scores": score[idx].numpy(), "classes": label[idx].numpy()}
+    return {"boxes": (boxes[idx] / imgsz).numpy(), "scores": score[idx].numpy(), "classes": label[idx].numpy()}
 
 
 # ---------------------------------------------------------------------------- TF side
@@ -488,9 +501,9 @@ class _TFGraph:
         return self.head(layers[-1], self.model._inputs(layers[-1], x, outs))
 
 
-def nms(raw):
+def nms(raw, imgsz: int = IMGSZ):
     """Agnostic NMS on the decoded head, padded to max_det rows (no empty tensors: the
-    WASM backend fails on them before GatherV2)."""
+    WASM backend fails on them before GatherV2); boxes divided by the input side."""
     import tensorflow as tf
 
     p = raw[0]
@@ -504,43 +517,66 @@ def nms(raw):
     keep = tf.range(NMS["max_det"]) < valid
     keep_f = tf.cast(keep, tf.float32)
     return {
-        "boxes": (tf.gather(boxes, idx) * (keep_f[:, None] / IMGSZ))[None],
+        "boxes": (tf.gather(boxes, idx) * (keep_f[:, None] / imgsz))[None],
         "scores": (tf.gather(score, idx) * keep_f)[None],
         "classes": (tf.gather(label, idx) * tf.cast(keep, tf.int32))[None],
         "valid_detections": tf.reshape(valid, [1]),
     }
 
 
-def save_saved_model(model, folder: Path) -> Path:
+def save_saved_model(model, folder: Path, imgsz: int = IMGSZ) -> Path:
     import tensorflow as tf
 
     graph = _TFGraph(model)
+    spec = input_spec(imgsz)
 
     class Exported(tf.Module):
-        @tf.function(input_signature=[tf.TensorSpec(INPUT["shape"], tf.float32, name=INPUT["name"])])
+        @tf.function(input_signature=[tf.TensorSpec(spec["shape"], tf.float32, name=spec["name"])])
         def serve(self, images):
-            return nms(graph.raw(images))
+            return nms(graph.raw(images), imgsz)
 
     module = Exported()
     tf.saved_model.save(module, str(folder), signatures={"serving_default": module.serve.get_concrete_function()})
     return folder
 
 
-# ---------------------------------------------------------------------------- verification
+# ---------------------------------------------------------------------------- stages
 
-def match_detections(ref: dict, got: dict) -> dict:
-    """Pair each reference detection with the best-overlapping candidate of the same class."""
-    from .parity import box_iou
+def build(ctx) -> dict:
+    return stages.run(ctx, load, export, verify, describe)
 
-    n_ref, n_got = len(ref["classes"]), len(got["classes"])
-    ious = box_iou(ref["boxes"], got["boxes"]) if n_ref and n_got else np.zeros((n_ref, n_got))
-    ious = np.where(ref["classes"][:, None] == got["classes"][None, :], ious, 0.0)
-    best = ious.max(1) if n_got else np.zeros(n_ref)
-    score_diff = [abs(float(ref["scores"][i]) - float(got["scores"][j])) for i, j in enumerate(ious.argmax(1))] \
-        if n_ref and n_got else []
-    return {"reference_count": n_ref, "count": n_got,
-            "min_iou_same_class": float(best.min()) if n_ref else 1.0,
-            "max_score_abs": max(score_diff, default=0.0)}
+
+def load(ctx) -> types.SimpleNamespace:
+    """The PyTorch model, its labels, and its detections on bus.jpg at the build's input size."""
+    from modelcontract.geometry import prepare
+
+    model = load_model(ctx.source)
+    head = model.model[-1]
+    labels = class_names(model)
+    if head.nc != len(labels):
+        raise ConverterError(f"checkpoint has {head.nc} classes but {len(labels)} names", None)
+    ctx.log(f"{sum(p.numel() for p in model.parameters()):,} parameters, {head.nc} classes, "
+            f"strides {[int(s) for s in head.stride]}, input {ctx.imgsz} px")
+    spec = input_spec(ctx.imgsz)
+    x, _ = prepare(sources.load_photo("bus.jpg"), spec)
+    raw = torch_head(model, x)
+    return types.SimpleNamespace(model=model, labels=labels, spec=spec, x=x, raw=raw,
+                                 detections=nms_reference(raw, ctx.imgsz))
+
+
+def export(ctx, loaded) -> dict:
+    """The TF graph (SavedModel) -> tfjs/ and model.tflite; returns the graph's tensor names."""
+    from . import tfjs, tflite
+
+    with tempfile.TemporaryDirectory(prefix="yolov5-") as tmp:
+        saved = save_saved_model(loaded.model, Path(tmp) / "saved_model", ctx.imgsz)
+        model_json = tfjs.convert_saved_model(saved, ctx.workdir / "tfjs", ctx.quantize)
+        tflite.saved_model_to_tflite(saved, ctx.workdir / "model.tflite")
+    sig = tfjs.graph_signature(model_json)
+    out_names = {o["key"]: o["name"] for o in sig["outputs"]}
+    if sorted(out_names) != sorted(OUTPUT_KEYS) or [i["name"] for i in sig["inputs"]] != [INPUT["name"]]:
+        raise ConverterError(f"unexpected graph signature {sig}", None)
+    return {"outputs": out_names, "raw_node": _node_named(model_json, RAW_HEAD)}
 
 
 def detections_of(outputs: dict, names: dict) -> dict:
@@ -551,6 +587,64 @@ def detections_of(outputs: dict, names: dict) -> dict:
             "classes": np.asarray(outputs[names["classes"]])[0, :n].astype(np.int64)}
 
 
+match_detections = detections.match_detections  # (benches use it under this module's name)
+SAME_DETECTIONS = {"same_count": True, "min_iou_same_class": 0.99}  # the fp32 target beside the raw head's
+
+
+def _same(found: dict) -> bool:
+    return found["count"] == found["reference_count"] and \
+        found["min_iou_same_class"] >= SAME_DETECTIONS["min_iou_same_class"]
+
+
+def verify(ctx, loaded, exported) -> types.SimpleNamespace:
+    """Raw head (TF.js) and detections (TF.js, LiteRT) against PyTorch + torchvision NMS on
+    bus.jpg; for a size other than 640, the agreement with the 640-px reference."""
+    names = exported["outputs"]
+
+    def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
+        tfjs_det = match_detections(loaded.detections, detections_of(tfjs_out, names))
+        server_det = match_detections(loaded.detections, detections_of(litert_out, {k: k for k in OUTPUT_KEYS}))
+        return stages.Comparison(
+            tfjs={**parity.compare(loaded.raw, tfjs_out[exported["raw_node"]]), "detections": tfjs_det},
+            server={"detections": server_det},
+            # quantised graphs are held to their raw-head target only; their detections are recorded
+            tfjs_ok=_same(tfjs_det) or ctx.quantize != "none", server_ok=_same(server_det))
+
+    checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
+                           inputs={INPUT["name"]: loaded.x}, compare=compare,
+                           tfjs_outputs=[exported["raw_node"]] + [names[k] for k in OUTPUT_KEYS])
+    agreement = None
+    if ctx.imgsz != IMGSZ:
+        agreement = agreement_with_default_size(ctx, loaded.model)
+        ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the {IMGSZ}-px detections "
+                f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
+    return types.SimpleNamespace(checked=checked, agreement=agreement)
+
+
+def agreement_with_default_size(ctx, model) -> dict:
+    """How many of the same weights' detections at 640 px (PyTorch) this build keeps (LiteRT),
+    on the real photos, boxes compared in photo pixels."""
+    from modelcontract.geometry import prepare
+
+    from . import tflite
+
+    keys = {k: k for k in OUTPUT_KEYS}
+
+    def in_photo_pixels(found: dict, transform, side: int) -> dict:
+        return {**found, "boxes": transform.to_source(found["boxes"] * side)}
+
+    reference, candidate = {}, {}
+    for photo in detections.AGREEMENT_PHOTOS:
+        image = sources.load_photo(photo)
+        x, transform = prepare(image, input_spec(IMGSZ))
+        reference[photo] = in_photo_pixels(nms_reference(torch_head(model, x), IMGSZ), transform, IMGSZ)
+        x, transform = prepare(image, input_spec(ctx.imgsz))
+        out = tflite.run_tflite(ctx.workdir / "model.tflite", {INPUT["name"]: x})
+        candidate[photo] = in_photo_pixels(detections_of(out, keys), transform, ctx.imgsz)
+    return detections.agreement(reference, candidate, f"{NAME} at {IMGSZ} px (PyTorch, same weights)",
+                                IMGSZ, runtime="litert")
+
+
 def _node_named(model_json: dict, suffix: str) -> str:
     for node in model_json["modelTopology"]["node"]:
         if node["name"] == suffix or node["name"].endswith("/" + suffix):
@@ -558,84 +652,31 @@ def _node_named(model_json: dict, suffix: str) -> str:
     raise ConverterError(f"the converted graph lost its {suffix} node", None)
 
 
-def build(ctx) -> dict:
-    from modelcontract.geometry import prepare
-
-    from . import parity, tfjs, tflite
-
-    with ctx.step("load"):
-        model = load_model(ctx.source)
-        head = model.model[-1]
-        labels = class_names(model)
-        if head.nc != len(labels):
-            raise ConverterError(f"checkpoint has {head.nc} classes but {len(labels)} names", None)
-        ctx.log(f"{sum(p.numel() for p in model.parameters()):,} parameters, {head.nc} classes, "
-                f"strides {[int(s) for s in head.stride]}")
-        x, _ = prepare(sources.load_photo("bus.jpg"), INPUT)
-        ref_raw = torch_head(model, x)
-        ref_det = nms_reference(ref_raw)
-
-    with tempfile.TemporaryDirectory(prefix="yolov5-") as tmp:
-        tmp = Path(tmp)
-        with ctx.step("trace/convert"):
-            saved = save_saved_model(model, tmp / "saved_model")
-        with ctx.step(f"tfjs ({ctx.quantize})"):
-            model_json = tfjs.convert_saved_model(saved, ctx.workdir / "tfjs", ctx.quantize)
-        with ctx.step("litert"):
-            tflite.saved_model_to_tflite(saved, ctx.workdir / "model.tflite")
-
-    sig = tfjs.graph_signature(model_json)
-    out_names = {o["key"]: o["name"] for o in sig["outputs"]}
-    if sorted(out_names) != sorted(OUTPUT_KEYS) or [i["name"] for i in sig["inputs"]] != [INPUT["name"]]:
-        raise ConverterError(f"unexpected graph signature {sig}", None)
-    raw_node = _node_named(model_json, RAW_HEAD)
-
-    with ctx.step("verify"):
-        model_path = ctx.workdir / "tfjs" / "model.json"
-        run = parity.run_tfjs(model_path, {INPUT["name"]: x}, outputs=[raw_node] + [out_names[k] for k in OUTPUT_KEYS])
-        tfjs_raw = run["outputs"][raw_node]
-        raw_cmp = parity.compare(ref_raw, tfjs_raw)
-        tfjs_det = match_detections(ref_det, detections_of(run["outputs"], out_names))
-        server_out = tflite.run_tflite(ctx.workdir / "model.tflite", {INPUT["name"]: x})
-        server_det = match_detections(ref_det, detections_of(server_out, {k: k for k in OUTPUT_KEYS}))
-        target = parity.TARGETS[ctx.quantize]
-        detections_ok = (tfjs_det["count"] == tfjs_det["reference_count"]
-                         and tfjs_det["min_iou_same_class"] >= 0.99)
-        server_ok = (server_det["count"] == server_det["reference_count"]
-                     and server_det["min_iou_same_class"] >= 0.99)
-        passed = server_ok and (target is None or (raw_cmp["relative"] <= target and detections_ok))
-        ctx.log(f"raw head vs PyTorch: max_abs {raw_cmp['max_abs']:.3g}, relative {raw_cmp['relative']:.3g} "
-                f"(target {target}); detections {tfjs_det['count']}/{tfjs_det['reference_count']}, "
-                f"min IoU {tfjs_det['min_iou_same_class']:.4f}; LiteRT {server_det['count']} "
-                f"min IoU {server_det['min_iou_same_class']:.4f}; TF.js {run['ms']:.0f} ms")
-        if ctx.quantize == "none" and not passed:
-            raise ConverterError(f"parity check failed (raw head relative {raw_cmp['relative']:.3g}, "
-                                 f"detections {tfjs_det}, LiteRT {server_det}); nothing was installed",
-                                 "report this with the log above")
-
+def describe(ctx, loaded, exported, verified) -> dict:
     import torch
     import torchvision
 
-    return {
-        "title": "YOLOv5n (anchor-based, NMS in graph)",
-        "input": INPUT,
+    names, head, checked = exported["outputs"], loaded.model.model[-1], verified.checked
+    fields = {
+        "title": "YOLOv5n (anchor-based, NMS in graph)" + ("" if ctx.imgsz == IMGSZ else f", {ctx.imgsz} px"),
+        "input": loaded.spec,
         "outputs": {
             "format": "nms",
             "tensors": [
-                {"name": out_names["boxes"], "key": "boxes", "shape": [1, NMS["max_det"], 4], "dtype": "float32",
+                {"name": names["boxes"], "key": "boxes", "shape": [1, NMS["max_det"], 4], "dtype": "float32",
                  "meaning": "x1, y1, x2, y2 in model-input pixels divided by the input size (0..1); "
                             "rows past valid_detections are zero"},
-                {"name": out_names["scores"], "key": "scores", "shape": [1, NMS["max_det"]], "dtype": "float32",
+                {"name": names["scores"], "key": "scores", "shape": [1, NMS["max_det"]], "dtype": "float32",
                  "meaning": "objectness x best class probability"},
-                {"name": out_names["classes"], "key": "classes", "shape": [1, NMS["max_det"]], "dtype": "int32",
+                {"name": names["classes"], "key": "classes", "shape": [1, NMS["max_det"]], "dtype": "int32",
                  "meaning": "class index into labels"},
-                {"name": out_names["valid_detections"], "key": "valid_detections", "shape": [1], "dtype": "int32",
+                {"name": names["valid_detections"], "key": "valid_detections", "shape": [1], "dtype": "int32",
                  "meaning": "number of valid rows"},
             ],
             "execute": "executeAsync",
         },
         "nms": dict(NMS),
-        "labels": labels,
+        "labels": loaded.labels,
         "tfjs": {"model": "tfjs/model.json"},
         "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
                    "outputs": list(OUTPUT_KEYS)},
@@ -645,12 +686,15 @@ def build(ctx) -> dict:
             "photo": "bus.jpg",
             "reference": {"runtime": "pytorch", "version": torch.__version__,
                           "nms": f"torchvision.ops.nms {torchvision.__version__}"},
-            "measured_on": f"decoded head before NMS ({RAW_HEAD}, [1,{ref_raw.shape[1]},{ref_raw.shape[2]}])",
-            "tfjs": {"backend": run["backend"], "version": run["version"], "ms": round(run["ms"], 1),
-                     **raw_cmp, "detections": tfjs_det},
-            "server": {"runtime": "litert", "detections": server_det},
-            "target_relative": target,
-            "detections_target": {"same_count": True, "min_iou_same_class": 0.99},
-            "passed": bool(passed),
+            "measured_on": f"decoded head before NMS ({RAW_HEAD}, [1,{loaded.raw.shape[1]},{loaded.raw.shape[2]}])",
+            "tfjs": checked.tfjs,
+            "server": checked.server,
+            "target_relative": checked.target,
+            "detections_target": SAME_DETECTIONS,
+            "passed": checked.passed,
         },
+        "speed": checked.speed,
     }
+    if verified.agreement is not None:
+        fields["agreement"] = verified.agreement
+    return fields

@@ -1,0 +1,140 @@
+"""What the two ImageNet classifier families (efficientnetv2-b0, efficientnet-lite0) share:
+the bus.jpg input, the SavedModel -> TF.js + .tflite export, the verify stage (probabilities
+and the logits feeding the graph's Softmax, TF.js and LiteRT against the source framework)
+and the manifest fields.
+
+A family's ``load`` returns an object with ``x`` (the preprocessed photo), ``reference``
+({"probabilities", "logits"} from the source framework) and ``reference_info`` (runtime and
+version); its ``export`` returns ``export_graph``'s model.json; ``verify`` here takes both.
+"""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from . import parity, sources, stages, tfjs, tflite
+
+PHOTO = "bus.jpg"
+
+
+def prepare_photo(input_spec: dict, photo: str = PHOTO):
+    from modelcontract.geometry import prepare
+
+    return prepare(sources.load_photo(photo), input_spec)
+
+
+def export_saved_model(forward, variables, path: Path, input_spec: dict) -> Path:
+    """SavedModel with one ``serving_default`` signature: input -> {"probabilities"}.
+
+    Only the variables are attached to the saved object (not a Keras model), so saving
+    does not trace every Keras layer; the function captures them by reference.
+    """
+    import tensorflow as tf
+
+    root = tf.Module()
+    root.weights = list(variables)
+
+    @tf.function(input_signature=[tf.TensorSpec(input_spec["shape"], tf.float32, name=input_spec["name"])])
+    def serve(x):
+        return {"probabilities": forward(x)}
+
+    tf.saved_model.save(root, str(path), signatures={"serving_default": serve})
+    return path
+
+
+def export_graph(ctx, forward, variables, input_spec: dict) -> dict:
+    """forward(x) -> probabilities, as tfjs/ (at the build's quantisation) and an fp32
+    model.tflite in the work folder; returns the TF.js model.json."""
+    with tempfile.TemporaryDirectory(prefix=f"{ctx.name}-") as tmp:
+        saved_model = export_saved_model(forward, variables, Path(tmp) / "saved_model", input_spec)
+        model_json = tfjs.convert_saved_model(saved_model, ctx.workdir / "tfjs", ctx.quantize)
+        tflite.saved_model_to_tflite(saved_model, ctx.workdir / "model.tflite")
+    return model_json
+
+
+def softmax_input(model_json: dict) -> str:
+    """Name of the node feeding the graph's Softmax: the logits, as the TF.js runtime computes them."""
+    nodes = model_json["modelTopology"]["node"]
+    softmax = [n for n in nodes if n.get("op") == "Softmax"]
+    if len(softmax) != 1:
+        raise RuntimeError(f"expected one Softmax node in the TF.js graph, found {len(softmax)}")
+    return softmax[0]["input"][0].split(":")[0]
+
+
+def top_k(probabilities: np.ndarray, labels: list[str], k: int = 5) -> list[dict]:
+    from modelcontract.scores import top_k as indices
+
+    p = np.asarray(probabilities).reshape(-1)
+    return [{"class_id": int(i), "label": labels[i], "probability": round(float(p[i]), 6)} for i in indices(p, k)]
+
+
+def verify(ctx, loaded, model_json: dict) -> dict:
+    """Probabilities and logits of the TF.js graph (WASM) and probabilities of the .tflite
+    against the source framework on bus.jpg. fp32 / float16: max|a-b|/max|a| within the
+    target on both; uint8: figures recorded, top-1 must equal the reference's. The .tflite
+    stays fp32 whatever --quantize says, so it is held to the fp32 target."""
+    labels = sources.imagenet_names()
+    signature = tfjs.graph_signature(model_json)
+    input_name, output_name = signature["inputs"][0]["name"], signature["outputs"][0]["name"]
+    logits_node = softmax_input(model_json)
+    ref_p, ref_l = loaded.reference["probabilities"], loaded.reference["logits"]
+    ref_top = top_k(ref_p, labels)
+
+    def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
+        got_p = tfjs_out[output_name]
+        tfjs_top = top_k(got_p, labels)
+        probabilities = _rounded(parity.compare(ref_p, got_p))
+        logits = _rounded(parity.compare(ref_l, tfjs_out[logits_node]))
+        server = _rounded(parity.compare(ref_p, litert_out["probabilities"]))
+        return stages.Comparison(
+            tfjs={"compared": "probabilities", **probabilities, "logits": {"node": logits_node, **logits},
+                  "top5": tfjs_top},
+            server={"compared": "probabilities", **server, "target_relative": parity.TARGETS["none"]},
+            tfjs_ok=ctx.quantize != "uint8" or tfjs_top[0]["class_id"] == ref_top[0]["class_id"],
+            server_ok=server["relative"] <= parity.TARGETS["none"],
+            gated=max(probabilities["relative"], logits["relative"]))
+
+    checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
+                           inputs={input_name: loaded.x}, tfjs_outputs=[output_name, logits_node],
+                           litert_inputs={"input": loaded.x}, compare=compare)
+    criterion = ("no numeric target for uint8 (figures recorded); top-1 equals the reference's"
+                 if checked.target is None else
+                 "max|a-b|/max|a| <= target on probabilities and on logits (server: fp32 target)")
+    return {
+        "signature": {"input": input_name, "output": output_name},
+        "speed": checked.speed,
+        "parity": {
+            "photo": PHOTO,
+            "reference": {**loaded.reference_info, "top5": ref_top},
+            "tfjs": checked.tfjs,
+            "server": checked.server,
+            "target_relative": checked.target,
+            "criterion": criterion,
+            "passed": checked.passed,
+        },
+    }
+
+
+def _rounded(figures: dict) -> dict:
+    return {k: float(f"{v:.4g}") for k, v in figures.items()}
+
+
+def describe(title: str, input_spec: dict, verified: dict, extra: dict) -> dict:
+    """The manifest fields both EfficientNet families return."""
+    labels = sources.imagenet_names()
+    return {
+        "title": title,
+        "input": {**input_spec, "name": verified["signature"]["input"]},
+        "outputs": {"format": "probabilities", "tensors": [{
+            "name": verified["signature"]["output"], "shape": [1, len(labels)],
+            "meaning": "softmax probabilities over the ImageNet-1k classes (index = labels[i])"}]},
+        "labels": labels,
+        "tfjs": {"model": "tfjs/model.json"},
+        "server": {"runtime": "litert", "model": "model.tflite", "signature": "serving_default",
+                   "input": "input", "output": "probabilities", "precision": "float32"},
+        "parity": verified["parity"],
+        "speed": verified["speed"],
+        **extra,
+    }
