@@ -236,7 +236,9 @@ def test_a_tflite_that_does_not_load_falls_back_to_tfjs(browser, base_url):
 
 
 def test_no_litert_runtime_keeps_tfjs_and_says_why(browser, base_url):
-    context = browser.new_context()
+    # The route is the test: no service worker may answer in its place on the second page
+    # (it would serve the LiteRT runtime it precached while the first page was open).
+    context = browser.new_context(service_workers="block")
     context.route("**/vendor/litertjs/**", lambda route: route.fulfill(status=404, body=b"{}"))
     page, log = open_page(context, f"{base_url}/")
     page.wait_for_selector("#backend-table tbody tr[data-backend='litert-wasm']", timeout=120_000)
