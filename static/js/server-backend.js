@@ -12,14 +12,39 @@ const MAX_UPLOAD_BYTES = 9 * 1024 * 1024;   // under the API's default 10 MB lim
 
 let lastSentAt = 0;
 
-// Model ids of a task that the server can run (from /api/v1/models).
+// What to tell the user when a request to the server fails without an answer (offline,
+// or the server is down): the browser backends keep working from the offline copy.
+export function unreachableMessage() {
+  const why = navigator.onLine === false ? 'this device is offline' : 'the network or the server is down';
+  return `The server cannot be reached (${why}). The Server backend needs it; ` +
+    'the other backends run in this browser, offline too.';
+}
+
+export class ServerUnreachable extends Error {}
+
+// fetch that turns a network failure into unreachableMessage() instead of "Failed to fetch".
+async function fetchServer(url, init) {
+  try {
+    return await fetch(url, init);
+  } catch (err) {
+    throw new ServerUnreachable(unreachableMessage());
+  }
+}
+
+// Model ids of a task that the server can run (from /api/v1/models). Unreachable: none,
+// and the backend selector's "Server" option says why it is off.
 export async function serverModels(task) {
   try {
-    const response = await fetch('/api/v1/models');
+    const response = await fetchServer('/api/v1/models');
     if (!response.ok) return [];
     const {models} = await response.json();
     return models.filter((m) => m.task === task).map((m) => m.id);
   } catch (err) {
+    const option = document.querySelector(`#backend-select option[value="${SERVER}"]`);
+    if (option && err instanceof ServerUnreachable) {
+      option.textContent = 'Server (unreachable)';
+      option.title = err.message;
+    }
     return [];
   }
 }
@@ -54,10 +79,11 @@ export async function inferOnServer(task, modelId, source, width, height, params
   const query = new URLSearchParams({model: modelId});
   for (const [k, v] of Object.entries(params)) if (v != null) query.set(k, String(v));
   const started = performance.now();
-  const response = await fetch(`/api/v1/${task}?${query}`, {
+  const response = await fetchServer(`/api/v1/${task}?${query}`, {
     method: 'POST', headers: {'Content-Type': blob.type || 'image/jpeg'}, body: blob,
   });
-  const body = await response.json();
+  // A proxy or gateway in between may answer with a page, not our JSON error.
+  const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(body.error ? body.error.message : `server answered ${response.status}`);
   const sx = width / sentWidth;
   const sy = height / sentHeight;

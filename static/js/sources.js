@@ -92,7 +92,9 @@ export class FrameSource {
         this.video.pause();
         if (this.image) this.image.close();
         Object.assign(this, {kind: 'image', image, file, name: file.name});
+        this.onMessage('');   // before the run, which shows its own failure (e.g. server unreachable)
         await this.runImage();
+        return;
       }
       this.onMessage('');
     } catch (err) {
