@@ -31,11 +31,14 @@ import shutil
 import subprocess
 import tempfile
 import time
+import types
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
+from . import manifest as manifest_io
+from . import parity, sources, stages
 from .errors import ConverterError
 from .sources import Source, load_photo
 
@@ -51,6 +54,7 @@ TFLITE_FILES = {
     "landmark_lite": "hand_landmark_lite.tflite",
 }
 LABELS = ["Left", "Right"]
+LICENCE = sources.licence("Apache-2.0", "https://github.com/google-ai-edge/mediapipe/blob/master/LICENSE")
 KEYPOINT_NAMES = [
     "wrist", "thumb_cmc", "thumb_mcp", "thumb_ip", "thumb_tip",
     "index_finger_mcp", "index_finger_pip", "index_finger_dip", "index_finger_tip",
@@ -161,12 +165,14 @@ def resolve_source(weights: str | None) -> Source:
     if weights is None:
         folder = _mediapipe_models_dir()
         kind = "mediapipe-wheel"
+        licence = LICENCE
     else:
         folder = Path(weights).expanduser()
         if not folder.is_dir():
             raise ConverterError(f"--weights for handpose must be a folder, got {folder}",
                                  "pass --weights FOLDER holding " + ", ".join(TFLITE_FILES.values()))
         kind = "tflite-folder"
+        licence = sources.user_licence("MediaPipe Hands .tflite files")
     files = _find_files(folder)
     from .manifest import sha256_file
 
@@ -178,7 +184,7 @@ def resolve_source(weights: str | None) -> Source:
         extra["mediapipe"] = metadata.version("mediapipe")
     except metadata.PackageNotFoundError:
         pass
-    return Source(kind=kind, path=folder.resolve(), sha256=combined, extra=extra)
+    return Source(kind=kind, path=folder.resolve(), sha256=combined, extra=extra, licence=licence)
 
 
 # ---------------------------------------------------------------------------- photo
@@ -295,86 +301,151 @@ def _check_model_json(key: str, model_json: dict) -> None:
 
 
 def _parity_detector(ref: dict, got: np.ndarray) -> dict:
-    from .parity import compare
-
     expected = np.concatenate([ref["Identity_1"], ref["Identity"]], axis=-1)
-    parts = {"logits": compare(expected[..., :1], got[..., :1]), "boxes": compare(expected[..., 1:], got[..., 1:])}
+    parts = {"logits": parity.compare(expected[..., :1], got[..., :1]),
+             "boxes": parity.compare(expected[..., 1:], got[..., 1:])}
     worst = max(parts.values(), key=lambda p: p["relative"])
     return {"max_abs": worst["max_abs"], "relative": worst["relative"], "outputs": parts}
 
 
 def _parity_landmark(ref: dict, got: dict) -> dict:
-    from .parity import compare
-
     parts = {}
     for (name, _, _), key in zip(LANDMARK_OUTPUTS, sorted(LANDMARK_KEYS)):
-        parts[f"{name} ({key})"] = compare(ref[LANDMARK_KEYS[key]], got[name])
+        parts[f"{name} ({key})"] = parity.compare(ref[LANDMARK_KEYS[key]], got[name])
     worst = max(parts.values(), key=lambda p: p["relative"])
     return {"max_abs": worst["max_abs"], "relative": worst["relative"], "outputs": parts}
 
 
+# ---------------------------------------------------------------------------- stages
+
 def build(ctx) -> dict:
-    from modelcontract.geometry import prepare
+    return stages.run(ctx, load, export, verify, describe)
 
-    from . import parity, tfjs
-    from .tflite_to_tf import TFLiteGraph, to_saved_model
 
-    files = {key: Path(info["path"]) for key, info in ctx.source.extra["files"].items()}
-    with ctx.step("load"):
-        graphs = {key: TFLiteGraph(path) for key, path in files.items()}
-        for key, graph in graphs.items():
-            _check_io(key, graph)
-        (ctx.workdir / "tflite").mkdir()
-        for key, path in files.items():
-            shutil.copy2(path, ctx.workdir / "tflite" / TFLITE_FILES[key])
+def source_files(source: Source) -> dict[str, Path]:
+    return {key: Path(info["path"]) for key, info in source.extra["files"].items()}
 
-    tfjs_paths, sizes = {}, {}
-    with ctx.step("trace/convert" + ("" if ctx.quantize == "none" else f" ({ctx.quantize})")), \
-            tempfile.TemporaryDirectory(prefix="handpose-sm-") as tmp:
+
+def load(ctx) -> dict:
+    """The four .tflite graphs, their I/O checked; the files themselves are the server's."""
+    from .tflite_to_tf import TFLiteGraph
+
+    files = source_files(ctx.source)
+    graphs = {key: TFLiteGraph(path) for key, path in files.items()}
+    for key, graph in graphs.items():
+        _check_io(key, graph)
+    (ctx.workdir / "tflite").mkdir()
+    for key, path in files.items():
+        shutil.copy2(path, ctx.workdir / "tflite" / TFLITE_FILES[key])
+    return graphs
+
+
+def export(ctx, graphs: dict) -> dict[str, int]:
+    """Each graph -> TF function -> SavedModel -> tfjs/<key>/; returns {key: TF.js bytes}."""
+    from . import tfjs
+    from .tflite_to_tf import to_saved_model
+
+    sizes = {}
+    with tempfile.TemporaryDirectory(prefix="handpose-sm-") as tmp:
         for key, graph in graphs.items():
             saved = to_saved_model(graph, Path(tmp) / key, _library_outputs(key))
             out_dir = ctx.workdir / "tfjs" / key
-            model_json = tfjs.convert_saved_model(saved, out_dir, ctx.quantize)
-            _check_model_json(key, model_json)
-            tfjs_paths[key] = f"tfjs/{key}/model.json"
+            _check_model_json(key, tfjs.convert_saved_model(saved, out_dir, ctx.quantize))
             sizes[key] = sum(p.stat().st_size for p in out_dir.iterdir())
             ctx.log(f"{key}: {sizes[key] / 1e6:.2f} MB")
+    return sizes
 
-    photo_name, image = hand_photo()
-    target = parity.TARGETS[ctx.quantize]
-    results, palms, crop = {}, {}, None
-    with ctx.step("verify"):
-        x, transform = prepare(image, DETECTOR_INPUT)
-        for variant in VARIANTS:  # full first: its palm gives the hand crop both landmark models see
-            det, lm = f"detector_{variant}", f"landmark_{variant}"
-            ref = _tflite_reference(files[det], x)
-            run = parity.run_tfjs(ctx.workdir / tfjs_paths[det], {"input_1": x})
-            results[det] = {**_parity_detector(ref, run["outputs"]["Identity"]), "tfjs_ms": round(run["ms"], 1),
-                            "input": "letterboxed 192x192 of the photo"}
-            palm = best_palm(np.concatenate([ref["Identity_1"], ref["Identity"]], axis=-1))
-            palms[variant] = palm["score"]
-            if crop is None:
-                crop = hand_crop(image, palm, transform)
-            ref_lm = _tflite_reference(files[lm], crop)
-            run = parity.run_tfjs(ctx.workdir / tfjs_paths[lm], {"input_1": crop})
-            results[lm] = {**_parity_landmark(ref_lm, run["outputs"]), "tfjs_ms": round(run["ms"], 1),
-                           "input": "224x224 hand crop around detector_full's best palm",
-                           "hand_flag": float(ref_lm["Identity_1"].ravel()[0])}
-            for key in (det, lm):
-                ctx.log(f"{key}: relative {results[key]['relative']:.2e} (max_abs {results[key]['max_abs']:.2e})")
-        worst = max(results.values(), key=lambda r: r["relative"])
-        passed = target is None or worst["relative"] <= target
-        if ctx.quantize == "none" and not passed:
-            bad = {k: f"{r['relative']:.2e}" for k, r in results.items() if r["relative"] > target}
-            raise ConverterError(f"handpose TF.js parity failed the fp32 target {target}: {bad}",
-                                 "not installed; this is a converter bug, please report it")
 
+def _tfjs_path(key: str) -> str:
+    return f"tfjs/{key}/model.json"
+
+
+def _same_names(ref: dict, got: dict) -> dict:
+    """Every output of the installed .tflite against the original's, by name."""
+    parts = {name: parity.compare(ref[name], got[name]) for name in ref}
+    worst = max(parts.values(), key=lambda p: p["relative"])
+    return {"max_abs": worst["max_abs"], "relative": worst["relative"], "outputs": parts}
+
+
+def _check_model(ctx, key: str, x: np.ndarray, reference: dict, tfjs_parity) -> stages.Checked:
+    """One model: its TF.js graph and the installed .tflite against the original .tflite."""
+    def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
+        server = _same_names(reference, litert_out)
+        return stages.Comparison(tfjs=tfjs_parity(reference, tfjs_out), server=server,
+                                 server_ok=server["relative"] <= parity.TARGETS["none"])
+
+    return stages.check(ctx, tfjs_model=_tfjs_path(key), tflite_model=f"tflite/{TFLITE_FILES[key]}",
+                        inputs={"input_1": x}, litert_inputs=[x], compare=compare, label=key)
+
+
+def verify(ctx, graphs: dict, sizes: dict) -> types.SimpleNamespace:
+    """Each TF.js graph and each installed .tflite against the original .tflite (LiteRT) on a
+    real hand photo, then the whole library in Node against MediaPipe's own Python solution."""
+    from modelcontract.geometry import prepare
+
+    files = source_files(ctx.source)
+    photo, image = hand_photo()
+    x, transform = prepare(image, DETECTOR_INPUT)
+    checked, palms, crop = {}, {}, None
+    for variant in VARIANTS:  # full first: its palm gives the hand crop both landmark models see
+        det, lm = f"detector_{variant}", f"landmark_{variant}"
+        ref = _tflite_reference(files[det], x)
+        checked[det] = _check_model(ctx, det, x, ref, lambda r, out: _parity_detector(r, out["Identity"]))
+        palm = best_palm(np.concatenate([ref["Identity_1"], ref["Identity"]], axis=-1))
+        palms[variant] = palm["score"]
+        if crop is None:
+            crop = hand_crop(image, palm, transform)
+        ref_lm = _tflite_reference(files[lm], crop)
+        checked[lm] = _check_model(ctx, lm, crop, ref_lm, _parity_landmark)
+        checked[lm].tfjs["hand_flag"] = float(ref_lm["Identity_1"].ravel()[0])
     end_to_end = {}
-    with ctx.step("end-to-end (hand-pose-detection in Node)"):
-        for variant in VARIANTS:
-            end_to_end[variant] = library_vs_mediapipe(ctx.workdir, variant)
-            ctx.log(f"{variant}: {json.dumps(end_to_end[variant].get('photos', end_to_end[variant]))[:300]}")
+    for variant in VARIANTS:
+        end_to_end[variant] = library_vs_mediapipe(ctx.workdir, variant)
+        ctx.log(f"{variant} end to end: {json.dumps(end_to_end[variant].get('photos'))[:300]}")
+    same_files = all(manifest_io.sha256_file(ctx.workdir / "tflite" / TFLITE_FILES[key]) ==
+                     ctx.source.extra["files"][key]["sha256"] for key in files)
+    return types.SimpleNamespace(photo=photo, checked=checked, palms=palms, same_files=same_files,
+                                 end_to_end=end_to_end)
 
+
+_MODEL_INPUTS = {"detector": "letterboxed 192x192 of the photo",
+                 "landmark": "224x224 hand crop around detector_full's best palm"}
+
+
+def parity_record(verified) -> dict:
+    """The manifest's parity: per model, TF.js and the installed .tflite against the original."""
+    checked = verified.checked
+    models = {key: {**{k: v for k, v in c.tfjs.items() if k not in ("backend", "version", "ms")},
+                    "tfjs_ms": c.tfjs["ms"], "input": _MODEL_INPUTS[key.split("_")[0]]}
+              for key, c in checked.items()}
+    worst = max(models.values(), key=lambda r: r["relative"])
+    server = {key: {k: c.server[k] for k in ("max_abs", "relative", "outputs")} for key, c in checked.items()}
+    worst_server = max(server.values(), key=lambda r: r["relative"])
+    first = next(iter(checked.values()))
+    return {
+        "photo": verified.photo,
+        "reference": {"runtime": "litert", "version": _version("ai-edge-litert"),
+                      "model": "the original .tflite files"},
+        "tfjs": {"backend": "/".join(sorted({c.tfjs["backend"] for c in checked.values()})),
+                 "version": first.tfjs["version"], "max_abs": worst["max_abs"], "relative": worst["relative"],
+                 "models": models},
+        "server": {"runtime": "litert", "same_file_as_reference": verified.same_files,
+                   "max_abs": worst_server["max_abs"], "relative": worst_server["relative"], "models": server},
+        "palm_score": verified.palms,
+        "target_relative": first.target,
+        "passed": all(c.passed for c in checked.values()),
+    }
+
+
+def speed_record(checked: dict) -> dict:
+    """One frame that detects: the full palm detector plus the full landmark model."""
+    parts = {key: c.speed["ms"] for key, c in checked.items()}
+    first = checked["detector_full"].speed
+    return {**first, "ms": round(parts["detector_full"] + parts["landmark_full"], 2),
+            "what": "detector_full + landmark_full (a frame that runs the palm detector)", "parts": parts}
+
+
+def describe(ctx, graphs: dict, sizes: dict, verified) -> dict:
     tensors = [{"model": "detector", **dict(zip(("name", "shape", "meaning"), o))} for o in DETECTOR_OUTPUTS]
     tensors += [{"model": "landmark", **dict(zip(("name", "shape", "meaning"), o))} for o in LANDMARK_OUTPUTS]
     return {
@@ -400,7 +471,7 @@ def build(ctx) -> dict:
                      "detectorModelUrl: <model folder>/tfjs/detector_<type>/model.json, "
                      "landmarkModelUrl: <model folder>/tfjs/landmark_<type>/model.json})",
         },
-        "tfjs": tfjs_paths,
+        "tfjs": {key: _tfjs_path(key) for key in sizes},
         "tfjs_bytes": sizes,
         "server": {
             "runtime": "litert",
@@ -412,18 +483,9 @@ def build(ctx) -> dict:
                     "[1,2016,1] logits; landmark Identity = landmarks, Identity_1 = hand flag, Identity_2 = "
                     "handedness, Identity_3 = world landmarks",
         },
-        "parity": {
-            "photo": photo_name,
-            "reference": {"runtime": "litert", "version": _version("ai-edge-litert"),
-                          "model": "the original .tflite files"},
-            "tfjs": {"backend": "wasm", "max_abs": worst["max_abs"], "relative": worst["relative"],
-                     "models": results},
-            "server": {"runtime": "litert", "same_file_as_reference": True, "max_abs": 0.0, "relative": 0.0},
-            "palm_score": palms,
-            "target_relative": target,
-            "passed": passed,
-        },
-        "end_to_end": end_to_end,
+        "parity": parity_record(verified),
+        "speed": speed_record(verified.checked),
+        "end_to_end": verified.end_to_end,
     }
 
 
@@ -520,7 +582,7 @@ def library_vs_mediapipe(model_dir: Path, variant: str) -> dict:
     photos = end_to_end_photos()
     started = time.perf_counter()
     library = run_library(model_dir, variant, photos)
-    report = {"backend": "wasm", "reference": f"mediapipe {_version('mediapipe')} solutions.hands "
+    report = {"backend": "/".join(sorted({library[name]["backend"] for name in photos})), "reference": f"mediapipe {_version('mediapipe')} solutions.hands "
               f"(static_image_mode, model_complexity={1 if variant == 'full' else 0})",
               "tolerance_mean_px": KEYPOINT_TOLERANCE_PX, "photos": {}}
     for name, image in photos.items():
