@@ -21,6 +21,20 @@ def is_model_id(text: str) -> bool:
     return bool(MODEL_ID.fullmatch(text))
 
 
+# A detector's class filter as a request sends it: class ids, comma-separated ("0,5"); an id
+# the model does not have matches no box.
+CLASS_IDS_PATTERN = r"[0-9]{1,6}(?:,[0-9]{1,6})*"
+CLASS_IDS = re.compile(CLASS_IDS_PATTERN)
+CLASS_IDS_MAX_LENGTH = 2048
+
+
+def parse_class_ids(text: str) -> frozenset[int] | None:
+    """"0,5" -> {0, 5}; None when the text breaks the rule."""
+    if len(text) > CLASS_IDS_MAX_LENGTH or not CLASS_IDS.fullmatch(text):
+        return None
+    return frozenset(int(part) for part in text.split(","))
+
+
 # Images: the longer side at most this many times the shorter (a 600x1 strip is refused
 # before decoding, so preprocessing memory stays proportional to the model input).
 MAX_ASPECT_RATIO = 100
