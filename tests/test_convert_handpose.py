@@ -109,7 +109,7 @@ def test_model_json_matches_library_expectations(handpose_dir, manifest):
 def test_landmark_outputs_carry_the_right_meaning(handpose_dir, manifest):
     """Identity_2 must be the landmarks and Identity the handedness: compare each TF.js
     output with the named .tflite output on the same crop."""
-    from server.preprocess import prepare
+    from modelcontract.geometry import prepare
 
     image = up_1()
     x, transform = prepare(image, handpose.DETECTOR_INPUT)
