@@ -63,15 +63,3 @@ def compare(reference: np.ndarray, candidate: np.ndarray) -> dict:
 
 # Parity targets from the spec: max|a-b| / max|a| per quantisation (uint8 is recorded only).
 TARGETS = {"none": 1e-4, "float16": 1e-2, "uint8": None}
-
-
-def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Pairwise IoU of [N,4] and [M,4] x1,y1,x2,y2 boxes."""
-    a = np.asarray(a, dtype=np.float64)[:, None, :]
-    b = np.asarray(b, dtype=np.float64)[None, :, :]
-    iw = np.clip(np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]), 0, None)
-    ih = np.clip(np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]), 0, None)
-    inter = iw * ih
-    area_a = (a[..., 2] - a[..., 0]) * (a[..., 3] - a[..., 1])
-    area_b = (b[..., 2] - b[..., 0]) * (b[..., 3] - b[..., 1])
-    return inter / np.maximum(area_a + area_b - inter, 1e-9)

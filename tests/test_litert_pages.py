@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from converters.parity import box_iou
+from modelcontract.boxes import box_iou
 from converters.sources import load_photo, photo_path
 from tests.browser import (CHROMIUM, fake_camera_flags, launch, letterbox_rgb, live_server, open_page, screenshot,
                            write_y4m)
