@@ -249,10 +249,12 @@ def list_models():
 def model_card(model_id: str):
     from . import cards
 
-    manifest = manifests.load(model_id)
-    if manifest is None:
+    model = manifests.registry().get(model_id)
+    if model is None:
         raise ApiError(404, "unknown_model", f"no installed model {model_id[:60]!r} (GET /api/v1/models lists them)")
-    return jsonify(cards.card(manifest))
+    if model.error:
+        raise ApiError(503, "model_unavailable", f"model {model_id!r} cannot serve: {model.error}; {manifests.REBUILD}")
+    return jsonify(cards.card(model.manifest))
 
 
 @bp.app_template_global("model_cards")

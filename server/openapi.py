@@ -226,7 +226,7 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                 "responses": {"200": {"description": "the model card (the same JSON the pages render)",
                                       "content": {"application/json": {
                                           "schema": {"$ref": "#/components/schemas/ModelCard"}}}},
-                              "404": ERRORS["404"]}}},
+                              "404": ERRORS["404"], "503": ERRORS["503"]}}},
             "/api/v1/detect": {"post": _operation(
                 "Object detection",
                 "Letterbox per the manifest, the detector, NMS, boxes back in source pixels (as the detect page). "

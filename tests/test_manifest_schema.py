@@ -157,9 +157,11 @@ def test_invalid_manifest_is_503_for_its_model_only(mixed_client, model_id):
     assert response.status_code == 503 and response.is_json
     error = response.get_json()["error"]
     assert error["code"] == "model_unavailable" and BROKEN[model_id] in error["message"], error
-    files = mixed_client.get(f"/models/{model_id}/model.tflite")
-    assert files.status_code == 503 and BROKEN[model_id] in files.get_json()["error"]["message"]
+    for path in (f"/models/{model_id}/model.tflite", f"/api/v1/models/{model_id}"):  # files, card
+        other = mixed_client.get(path)
+        assert other.status_code == 503 and BROKEN[model_id] in other.get_json()["error"]["message"], path
     assert classify(mixed_client, "good").status_code == 200
+    assert mixed_client.get("/api/v1/models/good").status_code == 200
     assert mixed_client.get("/models/good/manifest.json").status_code == 200
 
 
