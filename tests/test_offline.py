@@ -261,6 +261,8 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     rows = page.eval_on_selector_all(
         "#cache-table tbody tr", "rows => rows.map(r => [r.dataset.group, +r.dataset.files, +r.dataset.bytes])")
     summary = page.inner_text("#cache-summary")
+    page.wait_for_selector("#backend-table tbody tr[data-backend='litert-wasm']", timeout=60_000)
+    litert_note = page.inner_text("#backend-table tbody tr[data-backend='litert-wasm'] td:nth-child(3)")
     total = int(page.get_attribute("#cache-summary", "data-bytes"))
     screenshot(page, "offline_index_cache_panel")
     page.click("#cache-clear")
@@ -277,6 +279,8 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     assert "model handpose" in groups and "pages" in groups and "runtimes (TF.js, LiteRT.js)" in groups
     assert total == sum(size for _, size in groups.values()) and f"{total / 1048576:.1f} MB" in summary, summary
     assert after_clear == []
+    # Kept pages keep their COOP/COEP headers: cross-origin isolated, so LiteRT runs threaded.
+    assert litert_note.startswith("threads"), litert_note
     assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
 
 
