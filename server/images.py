@@ -10,7 +10,7 @@
   40 M pixel limit (tests/test_memory_bounds.py measures a worker). Measured at 40 M pixels:
   JPEG 6 bytes a pixel, PNG 7 (Pillow's buffer + the array, converted by bands), WebP 15
   (Pillow's WebP opener allocates libwebp's animation canvases, 8, before any pixel).
-  Preprocessing is output-sized whatever the shape (server/preprocess.py).
+  Preprocessing is output-sized whatever the shape (modelcontract/geometry.py).
 - JPEGs (RGB or grey, complete, i.e. ending in the EOI marker) and still WebPs are decoded
   by OpenCV (libjpeg-turbo, libwebp): the same pixels as Pillow's (tests/test_images_fast.py)
   in half the time, straight into one array. Everything else goes through Pillow.

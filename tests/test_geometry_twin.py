@@ -1,4 +1,4 @@
-"""static/js/geometry.js prepareInput (TF.js, Node, CPU backend) against server/preprocess.py
+"""static/js/geometry.js prepareInput (TF.js, Node, CPU backend) against modelcontract/geometry.py
 prepare on the same pixels: the same model input and the same transform, for each resize
 mode, normal photos and the degenerate strips (600x1, 1x600) whose centre crop used to be
 resized at full scale first."""

@@ -1,4 +1,4 @@
-"""server/preprocess.py is the manifest's input contract; check it against TF's own resize
+"""modelcontract/geometry.py is the manifest's input contract; check it against TF's own resize
 and check the geometry round-trips."""
 from __future__ import annotations
 

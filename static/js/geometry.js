@@ -1,4 +1,4 @@
-// The manifest's input contract in TF.js — the same arithmetic as server/preprocess.py
+// The manifest's input contract in TF.js — the same arithmetic as modelcontract/geometry.py
 // (bilinear with half-pixel centres, no antialiasing; Math.round; integer offsets).
 // Work follows the model input, not the resized image: the centre crop computes only the
 // pixels inside the crop (a 600x1 image would otherwise be resized to 134400x224 first).
@@ -39,7 +39,7 @@ export function sourceSize(source) {
 }
 
 // Source neighbours (lo, hi) and weight of hi for output indices start..start+count-1 of a
-// half-pixel resize of one axis from inSize to outSize (= preprocess.py bilinear_axis:
+// half-pixel resize of one axis from inSize to outSize (= geometry.py bilinear_axis:
 // float64 positions, float32 weights).
 export function bilinearAxis(outSize, inSize, start, count) {
   const lo = new Int32Array(count);
@@ -57,7 +57,7 @@ export function bilinearAxis(outSize, inSize, start, count) {
 
 // The rows x cols window at (top, left) of an [h, w] bilinear resize of pixels ([H, W, 3], any
 // dtype) -> float32 [rows, cols, 3], gathering only the neighbours the window needs; the
-// float32 operations of preprocess.py resize_bilinear(window=...), in the same order.
+// float32 operations of geometry.py resize_bilinear(window=...), in the same order.
 export function resizeWindow(pixels, h, w, top, left, rows, cols) {
   const [inH, inW] = pixels.shape;
   return tf.tidy(() => {

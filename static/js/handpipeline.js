@@ -2,7 +2,7 @@
 // (runtime 'tfjs', dist/tfjs/detector.js and dist/shared/calculators/*.js), written as small
 // functions around two models that run through one adapter: the TF.js graphs or the same
 // .tflite files the server runs, on LiteRT.js. So every browser backend gives the library's
-// answers, and the palm score threshold is a plain parameter. server/inference/hands.py is
+// answers, and the palm score threshold is a plain parameter. modelcontract/hands.py is
 // the numpy twin of these steps (its still-image path).
 //
 // Every number comes from the model's manifest (anchors, decode, pipeline, input sizes,
