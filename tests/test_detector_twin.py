@@ -36,7 +36,7 @@ process.stdin.on('end', async () => {
     const outputs = req.outputs.map((o) => tf.tensor(o.values, o.shape, 'float32'));
     const frame = {transform: makeTransform(...req.transform), width: req.width, height: req.height};
     const before = tf.memory().numTensors;
-    const found = await decode(req.manifest, outputs, frame, {...c, classes: new Set(c.classes || [])});
+    const found = await decode(req.manifest, outputs, frame, c);
     tf.dispose(outputs);
     out.push({found, leaked: tf.memory().numTensors - before + outputs.length});
   }

@@ -4,10 +4,11 @@
 // Boxes come back in source-image pixels via the letterbox inverse. The twin of
 // modelcontract/decode.py (tests/test_detector_twin.py holds the two together).
 //
-// options: {score, iou, maxDet, classes}; classes (a Set of class ids, empty = all) is one
-// rule for both formats: a box of another class is no candidate. For "yolo-raw" it is
-// dropped before NMS, so it neither suppresses a wanted box nor takes a maxDet place; the
-// in-graph NMS of "nms" has already run, so there its rows are skipped before the cut.
+// options: {score, iou, maxDet, classes}. classes (class ids, a Set or an array; empty or
+// null = all) is one rule for both formats: a box of another class is no candidate. For
+// "yolo-raw" it is dropped before NMS, so it neither suppresses a wanted box nor takes a
+// maxDet place; the in-graph NMS of "nms" has already run, so there its rows are skipped
+// before the cut.
 const tf = globalThis.tf;
 
 export function outputNames(manifest) {
@@ -87,6 +88,7 @@ async function decodeRaw(manifest, outputs, frame, options) {
 
 export async function decode(manifest, outputs, frame, options) {
   const format = manifest.outputs.format;
+  options = {...options, classes: options.classes ? new Set(options.classes) : null};  // a Set or an array
   if (format === 'nms') return decodeNms(manifest, outputs, frame, options);
   if (format === 'yolo-raw') return decodeRaw(manifest, outputs, frame, options);
   throw new Error(`unknown detector output format ${format}`);
