@@ -114,7 +114,8 @@ def speed_of(manifest: dict) -> dict | None:
         return None
     threads = speed.get("threads")
     how = runtime_name(speed.get("runtime") or "litert") + (f", {threads} threads" if threads else "")
-    return {**speed, "text": f"{speed['ms']:.0f} ms native ({how})"}
+    what = f": {speed['what']}" if speed.get("what") else ""  # a model of several parts says which
+    return {**speed, "text": f"{speed['ms']:.0f} ms native ({how}){what}"}
 
 
 def agreement_of(manifest: dict) -> dict | None:
