@@ -13,12 +13,12 @@ from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, ser
 
 import numpy as np
 
-from converters.sources import photo_path
-from tests.browser import drop_files
+from tests.helpers import drop_files, photo_bytes
+
 
 def main() -> None:
     args = parse_args(__doc__, backends=("wasm", "litert-wasm"))
-    bus = photo_path("bus.jpg").read_bytes()
+    bus = photo_bytes("bus.jpg")
     with server_and_browser(args.models) as (url, browser):
         print(f"{'model':22s} {'backend':12s} {'bare ms':>8s} {'per image ms':>13s} {'ratio':>7s}")
         page = browser.new_page()

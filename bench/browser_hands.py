@@ -28,7 +28,7 @@ from pathlib import Path
 
 from _browser import ROOT, median, server_and_browser
 
-from tests.browser import fake_camera_flags, letterbox_rgb, write_y4m
+from tests.helpers import fake_camera_flags, letterbox_rgb, write_y4m
 
 STAGES = ("grab", "estimate", "gesture", "draw")
 

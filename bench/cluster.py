@@ -24,7 +24,6 @@ import argparse
 import http.client
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -35,15 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
+from tests.helpers import Gunicorn, photo_bytes  # noqa: E402
 
 SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
 JPEG = {"Content-Type": "image/jpeg"}
-
-
-def photo(name: str) -> bytes:
-    from converters.sources import photo_path
-
-    return Path(photo_path(name)).read_bytes()
 
 
 def post(conn: http.client.HTTPConnection, path: str, body: bytes) -> int:
@@ -51,19 +45,6 @@ def post(conn: http.client.HTTPConnection, path: str, body: bytes) -> int:
     response = conn.getresponse()
     response.read()
     return response.status
-
-
-def wait_http(port: int, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-            conn.request("GET", "/healthz")
-            if conn.getresponse().status == 200:
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise RuntimeError(f"nothing answers on port {port}")
 
 
 def latency_ms(port: int, body: bytes) -> float:
@@ -210,14 +191,11 @@ def main() -> None:
     models = Path(args.models).resolve()
     if not (models / "yolov5n" / "manifest.json").is_file():
         sys.exit(f"no yolov5n in {models}: `make models` (or --models DIR)")
-    bus = photo("bus.jpg")
+    bus = photo_bytes("bus.jpg")
 
     down(RAY_PORT)
-    env = {**os.environ, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_INFER_THREADS": "1",
-           "DATARAILROAD_PORT": str(GUNICORN_PORT)}
-    gunicorn = subprocess.Popen([str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py",
-                                 "--access-logfile", "/dev/null", "server:create_app()"], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    # `make run`'s server: a worker per core, one model thread each.
+    gunicorn = Gunicorn(models, os.cpu_count(), port=GUNICORN_PORT, env={"DATARAILROAD_INFER_THREADS": "1"})
     cluster = LocalCluster(nodes=2, http_port=SERVE_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
                            models_dir=str(models),
                            # Ray runs workers at niceness 15 (its daemons stay responsive); gunicorn's
@@ -227,7 +205,6 @@ def main() -> None:
     try:
         print(f"2-node local Ray Serve cluster vs gunicorn ({os.cpu_count()} cores), YOLOv5n, bus.jpg")
         cluster.up(detect_options(2, 4))
-        wait_http(GUNICORN_PORT)
 
         # 1. latency, interleaved
         for port in (GUNICORN_PORT, SERVE_PORT):
@@ -244,9 +221,8 @@ def main() -> None:
             print(f"   {name:<10} {statistics.median(samples[port]):7.1f} / {q[-1]:7.1f}")
         print(f"   Serve / gunicorn: {s / g:.2f}x the median latency ({s - g:+.1f} ms)")
         gunicorn_rate, _, gunicorn_cpu = measured_load(GUNICORN_PORT, args.seconds, bus,
-                                                       lambda: group_pids(gunicorn.pid), lambda pid: "gunicorn")
-        gunicorn.terminate()
-        gunicorn.wait(30)
+                                                       lambda: group_pids(gunicorn.proc.pid), lambda pid: "gunicorn")
+        gunicorn.stop()
 
         # 2. replicas, 3. batching
         replicas, replicas_cpu = alternate(cluster, {"1 replica": detect_options(1, 4), "2 replicas": detect_options(2, 4)},
@@ -270,7 +246,7 @@ def main() -> None:
             # serve.yaml's settings at its minimum replica counts, fixed: RSS per replica stays comparable
             cluster.deploy({name: {"num_replicas": n} for name, n in (("detect", 2), ("classify", 1),
                                                                      ("handpose", 1))})
-            mixed = [("/api/v1/detect", bus), ("/api/v1/classify", bus), ("/api/v1/hands", photo("zidane.jpg"))]
+            mixed = [("/api/v1/detect", bus), ("/api/v1/classify", bus), ("/api/v1/hands", photo_bytes("zidane.jpg"))]
             load(SERVE_PORT, 16, 20, mixed)  # warm-up: interpreters' arenas and caches fill first
             samples, statuses, done = [(0.0, replica_rss_mb(cluster))], Counter(), threading.Event()
 
@@ -297,9 +273,7 @@ def main() -> None:
                 mid = next(s[name] for t, s in samples if name in s and t >= args.soak / 2)
                 print(f"   {name:<22} {row}   (start -> end {last - first:+.0f} MB, second half {last - mid:+.0f} MB)")
     finally:
-        if gunicorn.poll() is None:
-            gunicorn.terminate()
-            gunicorn.wait(30)
+        gunicorn.stop()
         down(RAY_PORT)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from _browser import ROOT, median, native_litert_ms
 
-from tests.browser import launch, live_server
+from tests.helpers import launch, live_server
 
 PAGE_MS = """async ([b64, shape, n]) => {
   const litert = await import('/static/js/litert.js');

@@ -24,10 +24,7 @@ import argparse
 import http.client
 import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -36,55 +33,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from modelcontract.boxes import box_iou  # noqa: E402
+from tests.helpers import Gunicorn, photo_bytes  # noqa: E402
 
 
-class Gunicorn:
-    def __init__(self, models: Path, workers: int, infer_threads: int, extra_env: dict | None = None):
-        self.port = free_port()
-        env = {**os.environ, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_INFER_THREADS": str(infer_threads),
-               **(extra_env or {})}
-        self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", "--bind",
-             f"127.0.0.1:{self.port}", "--workers", str(workers), "--access-logfile", "/dev/null",
-             "server:create_app()"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if self.post("/healthz", None, method="GET")[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("gunicorn did not start")
+JPEG = {"Content-Type": "image/jpeg"}
 
-    def post(self, path, body, method="POST", conn=None):
-        own = conn is None
-        conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
-        try:
-            for attempt in (0, 1):
-                try:
-                    conn.request(method, path, body=body, headers={"Content-Type": "image/jpeg"} if body else {})
-                    response = conn.getresponse()
-                    return response.status, response.read()
-                except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-                    # the server closed an idle keep-alive connection (DATARAILROAD_IDLE_TIMEOUT)
-                    conn.close()
-                    if attempt:
-                        raise
-        finally:
-            if own:
-                conn.close()
 
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+def gunicorn(models: Path, workers: int, infer_threads: int, env: dict | None = None) -> Gunicorn:
+    return Gunicorn(models, workers, env={"DATARAILROAD_INFER_THREADS": str(infer_threads), **(env or {})})
+
+
+def post(server: Gunicorn, path: str, body: bytes, conn=None) -> tuple[int, bytes]:
+    status, _, data = server.request("POST", path, body, JPEG, timeout=120, conn=conn)
+    return status, data
 
 
 def yolov5_letterbox(im, size: int = 640, color=(114, 114, 114)):
@@ -161,13 +123,6 @@ def pytorch_detector(weights: Path, threads: int):
     return detect
 
 
-def iou(a, b) -> float:
-    iw = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    ih = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - iw * ih
-    return iw * ih / union if union > 0 else 0.0
-
-
 def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int, path: str = "/api/v1/detect") -> dict:
     stop_at = time.time() + seconds
     counts, errors = [0] * clients, [0] * clients
@@ -176,7 +131,7 @@ def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int, path
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         while time.time() < stop_at:
             try:
-                status, _ = server.post(path, jpeg, conn=conn)
+                status, _ = post(server, path, jpeg, conn=conn)
                 counts[i] += 1
                 errors[i] += status != 200
             except (OSError, http.client.HTTPException):
@@ -206,21 +161,20 @@ def main() -> int:
     args = parser.parse_args()
 
     from converters import pipeline
-    from converters.sources import photo_path
 
     models = Path(args.models)
     if not (models / "yolov5n" / "manifest.json").is_file():
         pipeline.convert("yolov5n", weights=args.weights, out=models)
-    images = {name: Path(photo_path(name)).read_bytes() for name in ("bus.jpg", "zidane.jpg")}
+    images = {name: photo_bytes(name) for name in ("bus.jpg", "zidane.jpg")}
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
 
     torch_detect = pytorch_detector(Path(args.weights), args.threads)
-    server = Gunicorn(models, workers=1, infer_threads=args.threads)
+    server = gunicorn(models, 1, args.threads)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         for jpeg in images.values():  # warm-up: load, first inference
             for _ in range(3):
-                server.post("/api/v1/detect?model=yolov5n", jpeg, conn=conn)
+                post(server, "/api/v1/detect?model=yolov5n", jpeg, conn=conn)
                 torch_detect(jpeg)
         print(f"\n1. per-image latency, {args.runs} interleaved runs per image, {args.threads} threads each side")
         print(f"{'image':<12}{'API (LiteRT) ms':>18}{'PyTorch ms':>14}{'ratio':>8}  same detections")
@@ -229,7 +183,7 @@ def main() -> int:
             api_ms, torch_ms, same = [], [], True
             for _ in range(args.runs):
                 t0 = time.perf_counter()
-                status, body = server.post("/api/v1/detect?model=yolov5n", jpeg, conn=conn)
+                status, body = post(server, "/api/v1/detect?model=yolov5n", jpeg, conn=conn)
                 api_ms.append((time.perf_counter() - t0) * 1e3)
                 for key, value in json.loads(body)["timing_ms"].items():
                     api_stages.setdefault(key, []).append(value)
@@ -238,7 +192,7 @@ def main() -> int:
                 torch_ms.append((time.perf_counter() - t0) * 1e3)
             got = json.loads(body)["detections"]
             same = status == 200 and [d["class_id"] for d in got] == [d["class_id"] for d in reference] and all(
-                iou(g["box"], r["box"]) >= 0.9 for g, r in zip(got, reference))
+                box_iou([g["box"]], [r["box"]])[0, 0] >= 0.9 for g, r in zip(got, reference))
             a, t = statistics.median(api_ms), statistics.median(torch_ms)
             ratios.append(t / a)
             print(f"{name:<12}{a:>12.1f} (p90 {sorted(api_ms)[int(0.9 * len(api_ms))]:.0f})"
@@ -262,10 +216,10 @@ def main() -> int:
           f"{args.threads} CPU threads in total")
     results = {}
     for workers in (1, 2):
-        server = Gunicorn(models, workers=workers, infer_threads=max(1, args.threads // workers))
+        server = gunicorn(models, workers, max(1, args.threads // workers))
         try:
             for _ in range(2 * workers + 2):
-                server.post("/api/v1/detect", images["bus.jpg"])
+                post(server, "/api/v1/detect", images["bus.jpg"])
             results[workers] = throughput(server, images["bus.jpg"], args.seconds, args.clients)
         finally:
             server.stop()
@@ -285,10 +239,10 @@ def main() -> int:
     for task, path in endpoints:
         rps = {}
         for label, env in batching.items():
-            server = Gunicorn(models, workers=1, infer_threads=args.threads, extra_env=env)
+            server = gunicorn(models, 1, args.threads, env)
             try:
                 for _ in range(3):
-                    server.post(path, images["bus.jpg"])
+                    post(server, path, images["bus.jpg"])
                 rps[label] = throughput(server, images["bus.jpg"], args.seconds, args.clients, path)
             finally:
                 server.stop()

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server import create_app
-from tests.api_helpers import api_models, encode, photo_bytes  # noqa: F401
+from tests.helpers import encode, photo_bytes
 
 EXAMPLES = int(os.environ.get("DATARAILROAD_FUZZ_EXAMPLES", 80))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

@@ -10,45 +10,20 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.api_helpers import api_models, photo_bytes  # noqa: F401
+from tests.helpers import ARTIFACTS, Gunicorn, multipart, photo_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
 SECONDS = float(os.environ.get("DATARAILROAD_LOAD_SECONDS", 20))
 WARMUP_SECONDS = float(os.environ.get("DATARAILROAD_LOAD_WARMUP", 5))
 CLIENTS = int(os.environ.get("DATARAILROAD_LOAD_CLIENTS", 8))
 WORKERS = int(os.environ.get("DATARAILROAD_LOAD_WORKERS", 2))
 RSS_GROWTH_LIMIT_MB = 64.0  # per worker; request-to-request noise (malloc arenas) is ~20-30 MB
 UPLOAD_LIMIT = 2 * 1024 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return sorted(found)
 
 
 def rss_mb(pid: int) -> float:
@@ -58,73 +33,15 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-class Server:
-    def __init__(self, models_dir: Path, workers: int, env: dict | None = None):
-        self.port = free_port()
-        self.log = open(ROOT / "test-artifacts" / "api_gunicorn.log", "w") if (ROOT / "test-artifacts").is_dir() \
-            else subprocess.DEVNULL
-        self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py",
-             "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers), "--access-logfile", "/dev/null",
-             "server:create_app()"],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**os.environ, "DATARAILROAD_MODELS": str(models_dir),
-                 "DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT), **(env or {})})
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if self.request("GET", "/healthz")[0] == 200 and len(self.workers()) == workers:
-                    return
-            except OSError:
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError("gunicorn exited at start")
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("gunicorn did not start")
-
-    def workers(self) -> list[int]:
-        return children(self.proc.pid)
-
-    def request(self, method, path, body=None, headers=None, timeout=60):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers or {})
-            response = conn.getresponse()
-            return response.status, response.getheader("Content-Type"), response.read()
-        finally:
-            conn.close()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if hasattr(self.log, "close"):
-            self.log.close()
-
-
 @pytest.fixture(scope="module")
 def server(api_models):
     folder = next(iter(api_models.values())).parent
-    srv = Server(folder, WORKERS)
+    srv = Gunicorn(folder, WORKERS, env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)}, log="api_gunicorn.log")
     yield srv
     srv.stop()
 
 
-def multipart(payload: bytes, fields: dict | None = None) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
-    parts = [f"--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n".encode()
-             for k, v in (fields or {}).items()]
-    parts.append(f"--{boundary}\r\nContent-Disposition: form-data; name=\"image\"; filename=\"x.jpg\"\r\n"
-                 f"Content-Type: image/jpeg\r\n\r\n".encode() + payload + b"\r\n")
-    return b"".join(parts) + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
-
-
-def run_load(server: Server, seconds: float, clients: int, mix: list) -> dict:
+def run_load(server: Gunicorn, seconds: float, clients: int, mix: list) -> dict:
     """clients threads, each with a keep-alive connection, cycling through ``mix`` until the
     deadline. Any non-200 or transport error counts as an error."""
     stop_at = time.time() + seconds
@@ -226,9 +143,8 @@ def test_load_no_errors_flat_memory(server, api_models):
         "mix": [m[1] for m in mix],
     }
     print("\napi load:", json.dumps(report))
-    artifacts = ROOT / "test-artifacts"
-    if artifacts.is_dir():
-        (artifacts / f"api_load_{int(SECONDS)}s.json").write_text(json.dumps(report, indent=1))
+    if ARTIFACTS.is_dir():
+        (ARTIFACTS / f"api_load_{int(SECONDS)}s.json").write_text(json.dumps(report, indent=1))
     assert stats["errors"] == 0, stats["error_samples"]
     assert stats["requests"] >= CLIENTS
     for pid in workers:

@@ -6,7 +6,6 @@ One cluster for the module (about 30 s to start); ports 8431 (HTTP), 6392-6393 (
 dashboard), 10400-10599 (nodes)."""
 from __future__ import annotations
 
-import io
 import os
 import signal
 import threading
@@ -18,7 +17,7 @@ pytest.importorskip("ray.serve")
 requests = pytest.importorskip("requests")
 
 from server import create_app  # noqa: E402
-from tests.api_helpers import api_models, need, photo_bytes, png_bomb  # noqa: E402,F401
+from tests.helpers import need, photo_bytes, png_bomb  # noqa: E402
 
 HTTP_PORT, RAY_PORT, NODE_PORTS = 8431, 6392, 10400
 UPLOAD_LIMIT = 2 * 1024 * 1024  # both apps: a smaller limit keeps the 413 case light

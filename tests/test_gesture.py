@@ -3,21 +3,16 @@ hand photos, then the same hands rotated, mirrored, scaled, and edited into pose
 lack (thumb tucked into a fist, index finger pointing). One Node process classifies all."""
 from __future__ import annotations
 
-import functools
-import json
-import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import HAND_FIXTURES, ROOT
+from tests import helpers
+from tests.helpers import HAND_GESTURES, JS, js_url, mediapipe_hands
 
-GESTURE_JS = ROOT / "static" / "js" / "gesture.js"
-PHOTOS = {"up_1.jpg": "thumbs_up", "up_3.jpg": "thumbs_up", "down_1.jpg": "thumbs_down",
-          "down_3.jpg": "thumbs_down", "none_2.jpg": "none"}
+GESTURE_JS = JS / "gesture.js"
 OPPOSITE = {"thumbs_up": "thumbs_down", "thumbs_down": "thumbs_up", "none": "none"}
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
@@ -45,60 +40,12 @@ process.stdin.on('end', () => {
   }
   process.stdout.write(JSON.stringify({cases, sequences, tracked}));
 });
-"""
-
-
-def photo_file(name: str) -> Path:
-    if name == "zidane.jpg":
-        from converters.sources import photo_path
-
-        return photo_path("zidane.jpg")
-    path = HAND_FIXTURES / name
-    if not path.is_file():
-        pytest.skip(f"hand fixture absent: {path}")
-    return path
-
-
-def photo(name: str) -> np.ndarray:
-    """RGB as the browser decodes it (EXIF orientation applied)."""
-    from PIL import Image, ImageOps
-
-    with Image.open(photo_file(name)) as im:
-        return np.asarray(ImageOps.exif_transpose(im).convert("RGB"))
-
-
-@functools.lru_cache(maxsize=None)
-def mediapipe_hands(name: str, variant: str = "full", min_detection_confidence: float = 0.3) -> tuple:
-    """MediaPipe 0.10.21 solutions.hands, static image mode, on a photo: per hand the model's
-    handedness label, score, 21 image landmarks [x px, y px, z (x scale)] and 21 world landmarks."""
-    return mediapipe_on(photo(name), variant, min_detection_confidence)
-
-
-def mediapipe_on(image: np.ndarray, variant: str = "full", min_detection_confidence: float = 0.3) -> tuple:
-    import mediapipe as mp
-
-    image = np.ascontiguousarray(image)
-    h, w = image.shape[:2]
-    with mp.solutions.hands.Hands(static_image_mode=True, max_num_hands=2,
-                                  model_complexity=1 if variant == "full" else 0,
-                                  min_detection_confidence=min_detection_confidence) as hands:
-        result = hands.process(image)
-    out = []
-    for lm, world, handedness in zip(result.multi_hand_landmarks or [], result.multi_hand_world_landmarks or [],
-                                     result.multi_handedness or []):
-        out.append({"handedness": handedness.classification[0].label, "score": handedness.classification[0].score,
-                    "image": np.array([[p.x * w, p.y * h, p.z * w] for p in lm.landmark]),
-                    "world": np.array([[p.x, p.y, p.z] for p in world.landmark])})
-    return tuple(out)
+""" % js_url(GESTURE_JS)
 
 
 def run_node(cases: list[dict], sequences: list[dict] = (), tracked: list[dict] = ()) -> dict:
-    script = RUNNER % json.dumps(GESTURE_JS.as_uri())
-    proc = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps(
-        {"cases": cases, "sequences": list(sequences), "tracked": list(tracked)}),
-        capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return helpers.run_node(RUNNER, {"cases": cases, "sequences": list(sequences), "tracked": list(tracked)},
+                            timeout=60)
 
 
 # ---------------------------------------------------------------- transformations
@@ -146,7 +93,7 @@ def point_index(points: np.ndarray) -> np.ndarray:
 def hand_sets() -> dict[str, dict]:
     """Every photo's MediaPipe hand (full; lite too where MediaPipe's lite finds it)."""
     sets = {}
-    for name in PHOTOS:
+    for name in HAND_GESTURES:
         for variant in ("full", "lite"):
             hands = mediapipe_hands(name, variant)
             if hands:
@@ -160,7 +107,7 @@ def cases():
     """All landmark cases: id -> (points, world or None, expected gesture or None to skip)."""
     out = {}
     for key, hand in hand_sets().items():
-        expected = PHOTOS[hand["photo"]]
+        expected = HAND_GESTURES[hand["photo"]]
         image, world = hand["image"], hand["world"]
         for mode in ("2d", "world"):
             def add(tag, img, wld, want, hold="none"):
@@ -205,7 +152,7 @@ def test_real_photos_as_mediapipe_sees_them(cases, verdicts):
     """The untouched MediaPipe landmarks of every photo give the photo's gesture (2-D points
     alone, and with world landmarks), full model; lite where MediaPipe's lite finds the hand."""
     as_is = {cid: (verdicts[cid], want) for cid, (_, _, want, _) in cases.items() if cid.endswith(":as-is")}
-    assert len(as_is) >= 2 * len(PHOTOS), sorted(as_is)
+    assert len(as_is) >= 2 * len(HAND_GESTURES), sorted(as_is)
     wrong = {cid: got for cid, (got, want) in as_is.items() if got != want}
     # down_1 seen by the lite model: its 2-D landmarks put the fingers straight (the model is
     # wrong there, as an overlay shows); the world landmarks read the fist right.
@@ -265,7 +212,7 @@ def test_tracker_keeps_each_hand_through_a_flipped_handedness_label():
 
 def test_rejects_wrong_input():
     proc = subprocess.run(["node", "--input-type=module", "-e",
-                           f"import {{classifyGesture}} from {json.dumps(GESTURE_JS.as_uri())};"
+                           f"import {{classifyGesture}} from {js_url(GESTURE_JS)};"
                            "try {{ classifyGesture([[0, 0]]); }} catch (e) {{ console.log(e.message); }}"],
                           capture_output=True, text=True, timeout=30, check=True)
     assert "21 landmarks" in proc.stdout

@@ -12,9 +12,9 @@ import os
 import numpy as np
 import pytest
 
-from tests.browser import (ARTIFACTS, CHROMIUM, drop_files, fake_camera_flags, launch, letterbox_rgb, live_server,
-                           open_page, read_y4m_rgb, screenshot, write_y4m)
-from tests.test_gesture import PHOTOS, mediapipe_hands, mediapipe_on, photo, photo_file
+from tests.helpers import (ARTIFACTS, CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
+                           live_server, mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb,
+                           screenshot, write_y4m)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -161,7 +161,7 @@ def test_zidane_one_hand_within_12px_of_mediapipe(image_page, figures):
     assert log.outside_requests == [] and log.console_errors == []
 
 
-@pytest.mark.parametrize("name", list(PHOTOS))
+@pytest.mark.parametrize("name", list(HAND_GESTURES))
 def test_photo_gesture_through_image_input(image_page, figures, name):
     page, log = image_page
     upload(page, name, drop=name == "down_3.jpg")   # one through drag-and-drop
@@ -175,7 +175,7 @@ def test_photo_gesture_through_image_input(image_page, figures, name):
         screenshot(page, "hands_image_down_1")
     assert mean <= tolerance(reference[0]), (mean, worst)
     assert hands[0]["handedness"] == SWAP[reference[0]["handedness"]]
-    assert_gesture_shown(hands[0], badge(page), PHOTOS[name])
+    assert_gesture_shown(hands[0], badge(page), HAND_GESTURES[name])
     assert log.outside_requests == [] and log.console_errors == []
 
 
@@ -192,7 +192,7 @@ def test_lite_model_matches_mediapipe_lite(browser, base_url, figures):
     context, page, log = open_hands(browser, base_url, "backend=wasm&camera=0&score=0.3&variant=lite")
     assert page.get_attribute("#model-status", "data-variant") == "lite"
     seen = {}
-    for name in PHOTOS:
+    for name in HAND_GESTURES:
         upload(page, name)
         seen[name] = page_hands(page)
     context.close()
@@ -207,7 +207,7 @@ def test_lite_model_matches_mediapipe_lite(browser, base_url, figures):
             if name in LITE_UNRELIABLE:
                 continue
             assert mean <= tolerance(reference[0]), (name, mean)
-            assert hands[0]["gesture"] == PHOTOS[name], name
+            assert hands[0]["gesture"] == HAND_GESTURES[name], name
     assert log.outside_requests == [] and log.console_errors == []
 
 
@@ -273,10 +273,10 @@ COLUMNS = """() => {
 @pytest.fixture(scope="module")
 def cameras(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hand-cams")
-    return {name: write_y4m(folder / f"{name}.y4m", letterbox_rgb(photo(name))) for name in PHOTOS}
+    return {name: write_y4m(folder / f"{name}.y4m", letterbox_rgb(photo_rgb(name))) for name in HAND_GESTURES}
 
 
-@pytest.mark.parametrize("name", list(PHOTOS))
+@pytest.mark.parametrize("name", list(HAND_GESTURES))
 def test_photo_gesture_through_fake_camera(pw, base_url, cameras, figures, name):
     frames_wanted = 300 if name == "up_3.jpg" else 25
     browser = launch(pw, fake_camera_flags(cameras[name]))
@@ -308,7 +308,7 @@ def test_photo_gesture_through_fake_camera(pw, base_url, cameras, figures, name)
                                           "fps": float(hud or 0), "gesture": hands[0]["gesture"]}
     assert mean <= tolerance(reference[0]), (mean, worst)
     assert hands[0]["handedness"] == SWAP[reference[0]["handedness"]]
-    expected = PHOTOS[name]
+    expected = HAND_GESTURES[name]
     assert_gesture_shown(hands[0], shown, expected)
     # Stable: from the 4th frame on (3 agreeing frames to show a gesture) every frame shows it.
     after = [r for r in recorded if r["frame"] >= 4]
@@ -343,7 +343,7 @@ def test_server_backend_gives_the_same_hands_as_the_browser(browser, base_url, f
     for name in ("up_3.jpg", "down_3.jpg"):
         ours, theirs = found["wasm", name], found["server", name]
         assert len(ours) == len(theirs) == 1
-        assert theirs[0]["gesture"] == ours[0]["gesture"] == PHOTOS[name]
+        assert theirs[0]["gesture"] == ours[0]["gesture"] == HAND_GESTURES[name]
         assert theirs[0]["handedness"] == ours[0]["handedness"]
         gap = np.abs(np.subtract(ours[0]["keypoints"], theirs[0]["keypoints"])).max()
         figures[f"{name}:server-vs-wasm:max_px"] = float(gap)
@@ -376,19 +376,19 @@ def test_litert_gives_the_wasm_hands_on_every_photo(browser, base_url, image_pag
     assert "litert-wasm" in page.inner_text("#status-line")
     assert page.evaluate("async () => (await import('/static/js/litert.js')).liteRtStats().models") == 2
     found = {}
-    for name in [*PHOTOS, "zidane.jpg"]:
+    for name in [*HAND_GESTURES, "zidane.jpg"]:
         for backend, p in (("wasm", wasm_page), ("litert-wasm", page)):
             upload(p, name)
             found[backend, name] = page_hands(p)
     context.close()
     assert log.outside_requests == [] and log.console_errors == [] and log.failed_requests == []
-    for name in [*PHOTOS, "zidane.jpg"]:
+    for name in [*HAND_GESTURES, "zidane.jpg"]:
         ours, theirs = found["litert-wasm", name], found["wasm", name]
         assert len(ours) == len(theirs) == 1, name
         gap = float(np.abs(np.subtract(ours[0]["keypoints"], theirs[0]["keypoints"])).max())
         figures[f"{name}:litert-vs-wasm:max_px"] = gap
         assert gap <= 1.0, (name, gap)
-        assert ours[0]["gesture"] == theirs[0]["gesture"] == PHOTOS.get(name, "none"), name
+        assert ours[0]["gesture"] == theirs[0]["gesture"] == HAND_GESTURES.get(name, "none"), name
         assert ours[0]["handedness"] == theirs[0]["handedness"], name
         assert abs(ours[0]["score"] - theirs[0]["score"]) <= 1e-3, name
 

@@ -11,9 +11,8 @@ import pytest
 
 from modelcontract.boxes import box_iou
 from converters.sources import load_photo, photo_path
-from tests.browser import (CHROMIUM, fake_camera_flags, launch, letterbox_rgb, live_server, open_page, screenshot,
-                           write_y4m)
-from tests.conftest import YOLOV5N_WEIGHTS
+from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, live_server,
+                           open_page, screenshot, write_y4m)
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.api_helpers import api_models  # noqa: F401
-from tests.browser import live_server
+from tests.helpers import live_server
 
 MAX_EXAMPLES = 40
 SEED = 11

@@ -20,12 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.api_helpers import api_models, photo_bytes  # noqa: F401
-from tests.test_api_load import Server, multipart
-from tests.test_model_integrity import edit_manifest, install, truncate
+from tests.helpers import Gunicorn, edit_manifest, install_copy, multipart, photo_bytes, png_bomb, truncate
 
 IDLE = 3.0
 STALLED = 64
+UPLOAD_LIMIT = 2 * 1024 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +32,13 @@ def served(api_models, tmp_path_factory):
     folder = tmp_path_factory.mktemp("hardening-models")
     detect = "yolov5n" if "yolov5n" in api_models else None
     for model_id in filter(None, ["efficientnet-lite0", detect]):
-        install(api_models[model_id], folder, model_id)
-    truncate(install(api_models["efficientnet-lite0"], folder, "truncated") / "model.tflite")
-    crashing = install(api_models["efficientnet-lite0"], folder, "crashing", digests=False)
+        install_copy(api_models[model_id], folder, model_id)
+    truncate(install_copy(api_models["efficientnet-lite0"], folder, "truncated") / "model.tflite")
+    crashing = install_copy(api_models["efficientnet-lite0"], folder, "crashing", digests=False)
     size = truncate(crashing / "model.tflite")
     edit_manifest(crashing, lambda m: m["files"].update({"model.tflite": size}))
-    srv = Server(folder, 2, env={"DATARAILROAD_IDLE_TIMEOUT": str(IDLE)})
+    srv = Gunicorn(folder, 2, log="hardening_gunicorn.log",
+                   env={"DATARAILROAD_IDLE_TIMEOUT": str(IDLE), "DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)})
     srv.detect = detect
     yield srv
     srv.stop()
@@ -52,13 +52,13 @@ def small_jpeg() -> bytes:
     return buf.getvalue()
 
 
-def timed(server: Server, method: str, path: str, body=None, headers=None):
+def timed(server: Gunicorn, method: str, path: str, body=None, headers=None):
     t0 = time.perf_counter()
     status, ctype, data = server.request(method, path, body, headers, timeout=30)
     return status, ctype, data, time.perf_counter() - t0
 
 
-def raw(server: Server, data: bytes, half_close: bool = False, timeout: float = 15.0) -> bytes:
+def raw(server: Gunicorn, data: bytes, half_close: bool = False, timeout: float = 15.0) -> bytes:
     """Send bytes as they are; the whole answer up to the server's close."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as s:
         s.sendall(data)
@@ -218,7 +218,6 @@ def test_pixel_limit_413_cites_our_setting(api_models):
     """Past the pixel limit, and far past it (where Pillow itself refuses the file), the 413
     names DATARAILROAD_MAX_IMAGE_PIXELS, not Pillow's limit."""
     from server import create_app
-    from tests.api_helpers import png_bomb
 
     client = create_app({"MODELS_DIR": next(iter(api_models.values())).parent, "TESTING": True}).test_client()
     for bomb in (png_bomb(8000, 8000), png_bomb(20000, 20000)):  # 64 M pixels; 400 M (Pillow's bomb error)
