@@ -237,19 +237,21 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     built_model("handpose")
     server = serve("classify_hands", MODELS_DIR=lite0.parent)
     context = browser.new_context()
-    page, log = open_page(context, f"{server.url}/classify?model=efficientnet-lite0&backend=litert-wasm")
+    # /classify on TF.js WASM (its graph and shards), /hands on LiteRT.js (its .tflite files).
+    page, log = open_page(context, f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
     page.wait_for_selector(READY, timeout=300_000)
     online_top5 = _classify_top5(page, photo_file("bus.jpg"))
     # The second page is controlled by the worker already: it caches what passes through it.
     page.goto(f"{server.url}/hands?backend=litert-wasm&camera=0")
     page.wait_for_selector(READY, timeout=300_000)
     online_gesture = _hand(page, photo_file("up_3.jpg"))
-    wait_cached(page, "/models/efficientnet-lite0/model.tflite?sha256=",
+    wait_cached(page, "/models/efficientnet-lite0/tfjs/model.json?sha256=",
+                "/models/efficientnet-lite0/tfjs/group1-shard5of5.bin?sha256=",
                 "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
                 "/models/handpose/tflite/hand_landmark_full.tflite?sha256=")
 
     go_offline(context, server)
-    page.goto(f"{server.url}/classify?model=efficientnet-lite0&backend=litert-wasm")
+    page.goto(f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
     page.wait_for_selector(READY, timeout=300_000)
     offline_top5 = _classify_top5(page, photo_file("bus.jpg"))
     page.goto(f"{server.url}/hands?backend=litert-wasm&camera=0")
@@ -275,7 +277,9 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     assert online_gesture == ["thumbs_up"] and offline_gesture == online_gesture
     groups = {g: (files, size) for g, files, size in rows}
     manifest = json.loads((lite0 / "manifest.json").read_text())
-    assert groups["model efficientnet-lite0"][1] >= manifest["litert"]["model"]["bytes"], groups
+    graph = {name: size for name, size in manifest["files"].items() if name.startswith("tfjs/")}
+    assert groups["model efficientnet-lite0"][0] == len(graph) + 1, groups   # + its manifest
+    assert groups["model efficientnet-lite0"][1] >= sum(graph.values()), groups
     assert "model handpose" in groups and "pages" in groups and "runtimes (TF.js, LiteRT.js)" in groups
     assert total == sum(size for _, size in groups.values()) and f"{total / 1048576:.1f} MB" in summary, summary
     assert after_clear == []
