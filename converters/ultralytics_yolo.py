@@ -27,11 +27,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
 
-from . import sources
+from . import detections, parity, sources, stages, tfjs, tflite
 from .errors import ConverterError
 from .manifest import sha256_file
 
@@ -40,21 +41,29 @@ TASK = "detect"
 SUMMARY = "Ultralytics 8.x detector (YOLO11/YOLOv8/YOLOv5u) via its own TF.js export; raw head, NMS in the page"
 
 DEFAULT_URL = "https://github.com/ultralytics/assets/releases/download/v8.3.0/yolo11n.pt"
+LICENCE = sources.licence("AGPL-3.0", "https://github.com/ultralytics/ultralytics/blob/main/LICENSE")
 DEFAULT_YAML = "yolo11n.yaml"
 KIND = "Ultralytics 8.x detection checkpoint"
 EXPECTED = ("expected an Ultralytics 8.x detection checkpoint (a pickled ultralytics.nn.tasks.DetectionModel), "
             "e.g. yolo11n.pt, yolov8n.pt or yolov5nu.pt")
-IMGSZ = 640
+IMGSZ = 640  # the default input side; --imgsz builds another (IMGSZ_STEP multiples) beside it
+IMGSZ_STEP = 32  # the largest stride of the Detect head
 RANDOM_SEED = 0
 ROOT = Path(__file__).resolve().parent.parent
 # Decoding defaults for the page (ultralytics' predict defaults, fewer boxes).
 PAGE_NMS = {"iou": 0.7, "score": 0.25, "max_det": 100, "agnostic": False}
 
-INPUT = {
-    "shape": [1, IMGSZ, IMGSZ, 3], "layout": "NHWC", "dtype": "float32", "color": "RGB",
-    "range": [0.0, 1.0], "resize": "letterbox", "pad_value": 114,
-    "scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
-}
+
+
+def input_spec(imgsz: int = IMGSZ) -> dict:
+    return {
+        "shape": [1, imgsz, imgsz, 3], "layout": "NHWC", "dtype": "float32", "color": "RGB",
+        "range": [0.0, 1.0], "resize": "letterbox", "pad_value": 114,
+        "scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
+    }
+
+
+INPUT = input_spec()
 _QUANTIZE_ARG = {"float16": 16, "uint8": 8}  # ultralytics' pb2tfjs quantize values
 
 
@@ -83,7 +92,9 @@ def _check_detect_yaml(path: Path, label: str) -> None:
 
 def resolve_source(weights: str | None) -> sources.Source:
     if weights is None:
-        return sources.download(DEFAULT_URL, "yolo11n.pt", KIND)
+        source = sources.download(DEFAULT_URL, "yolo11n.pt", KIND)
+        source.licence = LICENCE
+        return source
     if weights == "none":
         weights = DEFAULT_YAML
     if weights.lower().endswith((".yaml", ".yml")):
@@ -92,7 +103,8 @@ def resolve_source(weights: str | None) -> sources.Source:
             _check_detect_yaml(path, path.name)
             return sources.Source(kind="ultralytics architecture yaml, random init", path=None,
                                   sha256=f"random-seed{RANDOM_SEED}:{sha256_file(path)}",
-                                  extra={"architecture": str(path.resolve())})
+                                  extra={"architecture": str(path.resolve())},
+                                  licence=sources.licence(sources.RANDOM_WEIGHTS))
         bundled = _bundled_yaml(weights)
         if bundled is None:
             raise ConverterError(f"{weights} is neither a file nor an architecture bundled with ultralytics",
@@ -100,7 +112,8 @@ def resolve_source(weights: str | None) -> sources.Source:
         _check_detect_yaml(bundled, weights)
         return sources.Source(kind="ultralytics architecture yaml, random init", path=None,
                               sha256=f"random-seed{RANDOM_SEED}:{Path(weights).name}",
-                              extra={"architecture": Path(weights).name})
+                              extra={"architecture": Path(weights).name},
+                              licence=sources.licence(sources.RANDOM_WEIGHTS))
     source = sources.local_weights(weights, KIND, (".pt",))
     from .yolov5 import checkpoint_globals
 
@@ -113,6 +126,7 @@ def resolve_source(weights: str | None) -> sources.Source:
         raise ConverterError(f"{source.path.name} is not an Ultralytics detection checkpoint "
                              f"({', '.join(other) or 'no ultralytics model inside'}); {EXPECTED}",
                              "pass a detection .pt such as yolo11n.pt or yolov8n.pt with --weights PATH")
+    source.licence = sources.user_licence(KIND)
     return source
 
 
@@ -200,6 +214,11 @@ def _child(request_file: str) -> None:
         y = model(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
     y = (y[0] if isinstance(y, (list, tuple)) else y).numpy()
     np.save(request["reference"], y)
+    # The same weights at the default size, for the agreement of another size with it.
+    for photo, paths in request["agreement"].items():
+        with torch.no_grad():
+            y = model(torch.from_numpy(np.load(paths["input"])).permute(0, 3, 1, 2).contiguous())
+        np.save(paths["reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
     # The same network in float64: how far fp32 arithmetic alone lands from the exact result
     # (context for the parity figure; the model itself stays fp32).
     with torch.no_grad():
@@ -211,7 +230,7 @@ def _child(request_file: str) -> None:
 
     tfjs._tf_saved_model_conversion()
     started = time.perf_counter()
-    web = Path(yolo.export(format="tfjs", imgsz=IMGSZ, nms=False, device="cpu")).resolve()
+    web = Path(yolo.export(format="tfjs", imgsz=request["imgsz"], nms=False, device="cpu")).resolve()
     seconds = time.perf_counter() - started
     stem = web.name[: -len("_web_model")]
     pb = web.parent / f"{stem}.pb"
@@ -233,15 +252,7 @@ def _child(request_file: str) -> None:
     }))
 
 
-def _run_child(weights: str, x: np.ndarray, quantize: str, tmp: Path, ctx) -> dict:
-    from modelcontract.geometry import prepare
-
-    request = {"weights": weights, "input": str(tmp / "input.npy"), "reference": str(tmp / "reference.npy"),
-               "reference_fp64": str(tmp / "reference_fp64.npy"), "calibration": str(tmp / "calibration.npy"),
-               "result": str(tmp / "result.json"),
-               "quantize": quantize}
-    np.save(request["input"], x)
-    np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
+def _run_child(request: dict, tmp: Path, ctx) -> dict:
     (tmp / "request.json").write_text(json.dumps(request))
     log = tmp / "export.log"
     with open(log, "w") as out:
@@ -265,67 +276,132 @@ def _run_child(weights: str, x: np.ndarray, quantize: str, tmp: Path, ctx) -> di
     return result
 
 
-# ---------------------------------------------------------------------------- build
+# ---------------------------------------------------------------------------- stages
 
 def build(ctx) -> dict:
+    return stages.run(ctx, load, export, verify, describe)
+
+
+def load(ctx) -> types.SimpleNamespace:
+    """The photos the child needs, at the build's size (parity) and at 640 (calibration of
+    random weights, the agreement reference): the child loads the model itself, because
+    random weights exist only inside that process."""
     from modelcontract.geometry import prepare
 
-    from . import parity, tfjs, tflite
-
+    tmp = tempfile.TemporaryDirectory(prefix="yolo-export-")
+    folder = Path(tmp.name)
+    spec = input_spec(ctx.imgsz)
+    x, _ = prepare(sources.load_photo("bus.jpg"), spec)
     source = ctx.source
-    x, _ = prepare(sources.load_photo("bus.jpg"), INPUT)
-    with tempfile.TemporaryDirectory(prefix="yolo-export-") as tmp:
-        tmp = Path(tmp)
-        if source.path is not None:
-            # a copy, because the export writes its files beside its input
-            weights = str(shutil.copy(source.path, tmp / source.path.name))
-        else:
-            weights = source.extra["architecture"]
-        with ctx.step(f"export (ultralytics, {'fp32' if ctx.quantize == 'none' else ctx.quantize})"):
-            result = _run_child(weights, x, ctx.quantize, tmp, ctx)
-        reference = np.load(tmp / "reference.npy")
-        exact = np.load(tmp / "reference_fp64.npy")
+    # a copy of a checkpoint, because the export writes its files beside its input
+    weights = str(shutil.copy(source.path, folder / source.path.name)) if source.path is not None \
+        else source.extra["architecture"]
+    request = {"weights": weights, "imgsz": ctx.imgsz, "quantize": ctx.quantize,
+               "input": str(folder / "input.npy"), "reference": str(folder / "reference.npy"),
+               "reference_fp64": str(folder / "reference_fp64.npy"),
+               "calibration": str(folder / "calibration.npy"), "result": str(folder / "result.json"),
+               "agreement": {}}
+    np.save(request["input"], x)
+    # calibrated at the default size whatever --imgsz says: the same random weights as the 640 build
+    np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
+    if ctx.imgsz != IMGSZ:
+        for photo in detections.AGREEMENT_PHOTOS:
+            paths = {"input": str(folder / f"agreement-{photo}.npy"),
+                     "reference": str(folder / f"agreement-{photo}-reference.npy")}
+            np.save(paths["input"], prepare(sources.load_photo(photo), INPUT)[0])
+            request["agreement"][photo] = paths
+    return types.SimpleNamespace(tmp=tmp, request=request, spec=spec, x=x)
+
+
+def export(ctx, loaded) -> types.SimpleNamespace:
+    """The child: PyTorch references, then ultralytics' TF.js export; its files -> workdir."""
+    request, folder = loaded.request, Path(loaded.tmp.name)
+    try:
+        result = _run_child(request, folder, ctx)
         web = Path(result["web_model"])
         (ctx.workdir / "tfjs").mkdir()
         for f in web.iterdir():
             if f.name == "model.json" or f.suffix == ".bin":
                 shutil.copy(f, ctx.workdir / "tfjs" / f.name)
         shutil.copy(result["tflite"], ctx.workdir / "model.tflite")
-
+        reference = np.load(request["reference"])
+        exact = np.load(request["reference_fp64"])
+        agreement_reference = {photo: np.load(paths["reference"]) for photo, paths in request["agreement"].items()}
+    finally:
+        loaded.tmp.cleanup()
     model_json = json.loads((ctx.workdir / "tfjs" / "model.json").read_text())
     sig = tfjs.graph_signature(model_json)
-    in_name = sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json)
-    out_name = sig["outputs"][0]["name"] if sig["outputs"] else "Identity"
+    return types.SimpleNamespace(
+        result=result, reference=reference, exact=exact, agreement_reference=agreement_reference,
+        input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json),
+        output_name=sig["outputs"][0]["name"] if sig["outputs"] else "Identity")
 
-    with ctx.step("verify"):
-        run = parity.run_tfjs(ctx.workdir / "tfjs" / "model.json", {in_name: x}, outputs=[out_name])
-        got = run["outputs"][out_name]
-        cmp = parity.compare(reference, got)
-        server = tflite.run_tflite(ctx.workdir / "model.tflite", [x])
-        server_out = next(iter(server.values()))
-        server_cmp = parity.compare(reference, server_out)
-        target = parity.TARGETS[ctx.quantize]
-        passed = server_cmp["relative"] <= parity.TARGETS["none"] and (target is None or cmp["relative"] <= target)
-        nc = result["nc"]
-        ctx.log(f"TF.js (wasm) vs PyTorch: max_abs {cmp['max_abs']:.3g}, relative {cmp['relative']:.3g} "
-                f"(target {target}); LiteRT relative {server_cmp['relative']:.3g}; TF.js {run['ms']:.0f} ms")
-        if ctx.quantize == "none" and not passed:
-            raise ConverterError(f"parity check failed (TF.js relative {cmp['relative']:.3g}, LiteRT "
-                                 f"{server_cmp['relative']:.3g}); nothing was installed",
-                                 "report this with the log above")
 
+def verify(ctx, loaded, exported) -> types.SimpleNamespace:
+    """The raw head, TF.js and LiteRT, against PyTorch on bus.jpg; for a size other than 640,
+    the agreement with the same weights at 640."""
+    reference, out_name = exported.reference, exported.output_name
+
+    def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
+        got = tfjs_out[out_name]
+        server = parity.compare(reference, next(iter(litert_out.values())))
+        return stages.Comparison(
+            tfjs={**parity.compare(reference, got),
+                  "boxes_max_abs_px": parity.compare(reference[:, :4], got[:, :4])["max_abs"],
+                  "scores_max_abs": parity.compare(reference[:, 4:], got[:, 4:])["max_abs"]},
+            server=server, server_ok=server["relative"] <= parity.TARGETS["none"])  # the .tflite is fp32
+
+    checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
+                           inputs={exported.input_name: loaded.x}, litert_inputs=[loaded.x],
+                           tfjs_outputs=[out_name], compare=compare)
+    tfjs_out = checked.outputs["tfjs"][out_name]
+    agreement = None
+    if ctx.imgsz != IMGSZ:
+        agreement = agreement_with_default_size(ctx, exported.agreement_reference)
+        ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the {IMGSZ}-px detections "
+                f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
+    return types.SimpleNamespace(checked=checked, tfjs_out=tfjs_out, agreement=agreement)
+
+
+def agreement_with_default_size(ctx, reference_raw: dict) -> dict:
+    """Detections of this build (LiteRT) against the same weights' at 640 (PyTorch), both
+    decoded as the page decodes them (PAGE_NMS), boxes in photo pixels."""
+    from modelcontract.decode import DetectOptions, decode_raw
+    from modelcontract.geometry import prepare
+
+    opts = DetectOptions(score=PAGE_NMS["score"], iou=PAGE_NMS["iou"], max_det=PAGE_NMS["max_det"])
+
+    def decoded(raw, transform, image) -> dict:
+        rows = decode_raw(raw, [], transform, image.shape[1], image.shape[0], opts, agnostic=PAGE_NMS["agnostic"])
+        return {"boxes": np.array([r["box"] for r in rows]).reshape(-1, 4),
+                "scores": np.array([r["score"] for r in rows]), "classes": np.array([r["class_id"] for r in rows])}
+
+    reference, candidate = {}, {}
+    for photo, raw in reference_raw.items():
+        image = sources.load_photo(photo)
+        reference[photo] = decoded(raw, prepare(image, INPUT)[1], image)
+        x, transform = prepare(image, input_spec(ctx.imgsz))
+        out = tflite.run_tflite(ctx.workdir / "model.tflite", [x])
+        candidate[photo] = decoded(next(iter(out.values())), transform, image)
+    return detections.agreement(reference, candidate, f"{NAME} at {IMGSZ} px (PyTorch, same weights)",
+                                IMGSZ, runtime="litert")
+
+
+def describe(ctx, loaded, exported, verified) -> dict:
+    from importlib import metadata
+
+    result, reference, checked = exported.result, exported.reference, verified.checked
+    nc = result["nc"]
     labels = result["names"]
     if labels == [f"class{i}" for i in range(nc)] or labels == [str(i) for i in range(nc)]:
         labels = sources.coco_names() if nc == 80 else labels  # random weights: bundled yamls are COCO-shaped
-
-    from importlib import metadata
-
-    return {
-        "title": f"Ultralytics {Path(result['yaml'] or 'yolo').stem} (raw head, NMS in page)",
-        "input": {"name": in_name, **INPUT},
+    stem = Path(result["yaml"] or "yolo").stem
+    fields = {
+        "title": f"Ultralytics {stem} (raw head, NMS in page)" + ("" if ctx.imgsz == IMGSZ else f", {ctx.imgsz} px"),
+        "input": {"name": exported.input_name, **loaded.spec},
         "outputs": {
             "format": "yolo-raw",
-            "tensors": [{"name": out_name, "shape": list(reference.shape), "dtype": "float32",
+            "tensors": [{"name": exported.output_name, "shape": list(reference.shape), "dtype": "float32",
                          "meaning": "rows 0-3: cx, cy, w, h in model-input pixels; rows 4..: class scores "
                                     "after sigmoid; one column per anchor point"}],
             "execute": "execute",
@@ -339,18 +415,20 @@ def build(ctx) -> dict:
         "parity": {
             "photo": "bus.jpg",
             "reference": {"runtime": "pytorch (ultralytics)", "version": metadata.version("torch")},
-            "tfjs": {"backend": run["backend"], "version": run["version"], "ms": round(run["ms"], 1), **cmp,
-                     "boxes_max_abs_px": parity.compare(reference[:, :4], got[:, :4])["max_abs"],
-                     "scores_max_abs": parity.compare(reference[:, 4:], got[:, 4:])["max_abs"]},
-            "server": {"runtime": "litert", **server_cmp},
+            "tfjs": checked.tfjs,
+            "server": checked.server,
             # the same PyTorch network in float64 vs float32: the share of any figure above that
             # is plain fp32 rounding, not conversion
-            "pytorch_fp32_vs_fp64": parity.compare(exact, reference),
-            "tfjs_vs_fp64": parity.compare(exact, got),
-            "target_relative": target,
-            "passed": bool(passed),
+            "pytorch_fp32_vs_fp64": parity.compare(exported.exact, reference),
+            "tfjs_vs_fp64": parity.compare(exported.exact, verified.tfjs_out),
+            "target_relative": checked.target,
+            "passed": checked.passed,
         },
+        "speed": checked.speed,
     }
+    if verified.agreement is not None:
+        fields["agreement"] = verified.agreement
+    return fields
 
 
 def _placeholder(model_json: dict) -> str:
