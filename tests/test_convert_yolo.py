@@ -165,11 +165,67 @@ def test_yolov5n_quantized_variants(built_model, v5, quantize):
     assert_boxes_inside(found)
 
 
+@pytest.fixture(scope="module")
+def v5_320(built_model):
+    """The 320-px build of the same weights (models_dir/yolov5n-320: the pages' tests serve it too)."""
+    return built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS), imgsz=320)
+
+
+@needs_weights
+def test_yolov5n_320_is_its_own_model(v5, v5_320):
+    m, m640 = manifest(v5_320), manifest(v5)
+    assert v5_320.name == m["id"] == "yolov5n-320" and m["name"] == "yolov5n"
+    assert m["input"]["shape"] == [1, 320, 320, 3] and m["options"]["imgsz"] == 320
+    assert m640["input"]["shape"] == [1, 640, 640, 3] and m640["options"]["imgsz"] == 640
+    graph_input = json.loads((v5_320 / m["tfjs"]["model"]).read_text())["signature"]["inputs"]
+    assert [d["size"] for d in next(iter(graph_input.values()))["tensorShape"]["dim"]] == ["1", "320", "320", "3"]
+    assert m["labels"] == m640["labels"] and m["source"]["sha256"] == m640["source"]["sha256"]
+    assert m["parity"]["passed"] and m["parity"]["tfjs"]["relative"] <= 1e-4
+    for runtime in ("tfjs", "server"):
+        det = m["parity"][runtime]["detections"]
+        assert det["count"] == det["reference_count"] and det["min_iou_same_class"] >= 0.99, det
+    assert (v5_320 / "model.tflite").read_bytes() != (v5 / "model.tflite").read_bytes()
+
+
+@needs_weights
+def test_yolov5n_320_agreement_with_640(v5_320):
+    """Of the 640 reference's detections (PyTorch at 640, same weights) on the real photos, the
+    320 build keeps most: all on bus.jpg's large objects; the figure is recorded, not assumed."""
+    a = manifest(v5_320)["agreement"]
+    assert a["photos"] == ["bus.jpg", "zidane.jpg"] and a["rule"] == "IoU >= 0.5, same class"
+    assert a["reference_size"] == 640 and "640" in a["reference"]
+    assert 0 <= a["kept"] <= a["reference_detections"] and a["reference_detections"] >= 6
+    assert a["fraction"] == round(a["kept"] / a["reference_detections"], 4)
+    bus = a["per_photo"]["bus.jpg"]
+    assert bus["reference_detections"] >= 4 and bus["kept"] / bus["reference_detections"] >= 0.5, bus
+    assert sum(p["kept"] for p in a["per_photo"].values()) == a["kept"]
+
+
+@needs_weights
+def test_yolov5n_320_finds_bus_and_people(v5_320):
+    found = detect(v5_320, "bus.jpg")
+    classes = list(found["classes"])
+    assert BUS in classes and classes.count(PERSON) >= 3, classes
+    assert_boxes_inside(found)
+
+
+@needs_weights
+def test_speed_and_licence_recorded(v5, v5_320):
+    """The released checkpoint (known by its sha256) is AGPL-3.0; speed is the build's median
+    native LiteRT time at 2 threads (its ratios belong to the benches, not to a test)."""
+    for m in (manifest(v5), manifest(v5_320)):
+        assert m["speed"]["runtime"] == "litert" and m["speed"]["threads"] == 2 and m["speed"]["runs"] >= 5
+        assert m["speed"]["ms"] > 0
+        assert m["source"]["licence"] == {"name": "AGPL-3.0",
+                                          "url": "https://github.com/ultralytics/yolov5/blob/master/LICENSE"}
+
+
 def test_yolov5n_random_weights_build(built_model):
     """--weights none: the same architecture, no checkpoint needed, still verified."""
     folder = built_model("yolov5n", weights="none")
     m = manifest(folder)
     assert m["source"]["sha256"].startswith("random") and m["source"]["path"] is None
+    assert m["source"]["licence"]["name"] == "none (random weights)"
     assert m["parity"]["passed"] and m["parity"]["tfjs"]["relative"] <= 1e-4
     assert len(m["labels"]) == 80
 
@@ -276,6 +332,24 @@ def test_yolo_tfjs_output_tracks_pytorch_on_bus(v8):
     assert 0 <= scores.min() and scores.max() <= 1 and scores.std() > 1e-3  # sigmoid outputs that vary
     cx = y[0, 0]
     assert cx.min() < 40 and cx.max() > 600  # anchor centres cover the 640 px input
+
+
+def test_yolo_320_is_its_own_model(built_model, v8):
+    """--imgsz for the Ultralytics family: yolo-320 beside yolo, the same (seeded, calibrated at
+    640) random weights, its agreement with them at 640 recorded."""
+    folder = built_model("yolo", weights="yolov8n.yaml", imgsz=320)
+    m, m640 = manifest(folder), manifest(v8)
+    assert folder.name == m["id"] == "yolo-320" and m["options"]["imgsz"] == 320
+    assert m["input"]["shape"] == [1, 320, 320, 3]
+    assert m["outputs"]["tensors"][0]["shape"] == [1, 84, 40 * 40 + 20 * 20 + 10 * 10]  # strides 8, 16, 32
+    assert m["parity"]["passed"] and m["parity"]["tfjs"]["relative"] <= 1e-4
+    assert m["source"]["sha256"] == m640["source"]["sha256"] and m["labels"] == m640["labels"]
+    assert m["source"]["licence"]["name"] == "none (random weights)"
+    a = m["agreement"]
+    assert a["photos"] == ["bus.jpg", "zidane.jpg"] and a["reference_size"] == 640
+    assert 0 <= a["kept"] <= a["reference_detections"] and a["reference_detections"] > 0
+    assert a["fraction"] == round(a["kept"] / a["reference_detections"], 4)
+    assert m["speed"]["threads"] == 2 and m["speed"]["ms"] > 0
 
 
 def test_yolo_float16_variant(built_model):
