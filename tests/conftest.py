@@ -1,6 +1,5 @@
 """Shared fixtures. Converted models are built once per test session into a temp folder
-(``built_model``) so the user's ./models is never touched by tests. Shared functions are in
-tests/helpers.py."""
+(``built_model``) so the user's ./models is never touched by tests."""
 from __future__ import annotations
 
 import os
@@ -10,10 +9,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("DATARAILROAD_SHARED", ROOT.parent / "shared"))
+YOLOV5N_WEIGHTS = SHARED / "models" / "yolov5n.pt"
+HAND_FIXTURES = SHARED / "fixtures" / "hands"
+
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-from tests.helpers import YOLOV5N_WEIGHTS, launch  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -35,34 +36,25 @@ CANONICAL_WEIGHTS = {"yolov5n": str(YOLOV5N_WEIGHTS), "efficientnetv2-b0": "none
 
 @pytest.fixture(scope="session")
 def built_model(models_dir):
-    """built_model(name, weights=None, quantize="none") -> installed folder (built once)."""
+    """built_model(name, weights=None, quantize="none", imgsz=None) -> installed folder (built once);
+    imgsz: a detector's input side (e.g. 320 -> models_dir/yolov5n-320), None for the default."""
     import hashlib
 
     from converters import pipeline
 
     cache: dict = {}
 
-    def build(name: str, weights: str | None = None, quantize: str = "none") -> Path:
-        key = (name, weights, quantize)
+    def build(name: str, weights: str | None = None, quantize: str = "none", imgsz: int | None = None) -> Path:
+        key = (name, weights, quantize, imgsz)
         if key not in cache:
             out = models_dir
             if weights != CANONICAL_WEIGHTS.get(name):
                 # A dot folder: the app skips it when it lists installed models.
                 out = models_dir / ".variants" / hashlib.sha1(repr(key[:2]).encode()).hexdigest()[:8]
-            cache[key] = pipeline.convert(name, weights=weights, out=out, quantize=quantize)
+            cache[key] = pipeline.convert(name, weights=weights, out=out, quantize=quantize, imgsz=imgsz)
         return cache[key]
 
     return build
-
-
-@pytest.fixture(scope="session")
-def api_models(built_model) -> dict[str, Path]:
-    """{model id: folder} of what the server tests serve (what could be built here), all in
-    one models folder."""
-    built = {"efficientnet-lite0": built_model("efficientnet-lite0"), "handpose": built_model("handpose")}
-    if YOLOV5N_WEIGHTS.is_file():
-        built["yolov5n"] = built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS))
-    return built
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +69,8 @@ def pw():
 @pytest.fixture(scope="module")
 def browser(pw):
     """Debian's headless Chromium, one per test module (fake-camera modules launch their own)."""
+    from tests.browser import launch
+
     b = launch(pw)
     yield b
     b.close()
