@@ -35,9 +35,12 @@ node_modules/.package-lock.json: package-lock.json
 	touch $@
 
 # Converts every model whose weights can be had here; reports the others with their fix.
+# yolov5n twice: 640 px (yolov5n) and 320 px (yolov5n-320, its own folder), the shared weights when present.
 models: setup
-	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then $(PY) -m converters yolov5n --weights "$(YOLOV5N_WEIGHTS)"; fi
+	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then for size in 640 320; do \
+	  $(PY) -m converters yolov5n --imgsz $$size --weights "$(YOLOV5N_WEIGHTS)" || exit 1; done; fi
 	@$(PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
+	@[ -f "$(YOLOV5N_WEIGHTS)" ] || $(PY) -m converters yolov5n --imgsz 320 || echo "(yolov5n-320 was not built: see the fix above)"
 
 # HTTPS=1: https with a local CA's certificate (server/certs.py, made once in certs/), so phones
 # on the LAN (HOST=0.0.0.0) get the camera; README "Phones on the LAN".
