@@ -40,11 +40,26 @@ self.addEventListener('message', (event) => {
 
 async function precache() {
   const cache = await caches.open(APP_CACHE);
+  const urls = [...new Set([...PRECACHE, ...await usedByOtherBuilds()])];
   // One file that fails (npm packages not installed) must not stop the others.
-  await Promise.allSettled(PRECACHE.map(async (url) => {
+  await Promise.allSettled(urls.map(async (url) => {
     const response = await fetch(url, {cache: 'no-cache'});
     if (response.ok) await cache.put(url, response);
   }));
+}
+
+// Runtime files an older build kept on first use (the LiteRT .wasm this browser runs):
+// fetched again for this build, so a deploy does not take them offline.
+async function usedByOtherBuilds() {
+  const urls = [];
+  for (const name of await caches.keys()) {
+    if (!name.startsWith(`${PREFIX}app-`) || name === APP_CACHE) continue;
+    for (const request of await (await caches.open(name)).keys()) {
+      const url = new URL(request.url);
+      if (url.pathname.startsWith('/vendor/')) urls.push(url.pathname);
+    }
+  }
+  return urls;
 }
 
 async function deleteOtherBuilds() {

@@ -337,9 +337,12 @@ def test_rebuilt_model_and_new_deploy_replace_the_cached_ones(browser, serve, bu
     while {n for n, _ in cache_entries(page)} != {"datarailroad-app-build-2", "datarailroad-models"}:
         assert time.monotonic() < deadline, {n for n, _ in cache_entries(page)}
         time.sleep(0.5)
+    new_build = {url.removeprefix(server.url) for n, url in cache_entries(page) if n == "datarailroad-app-build-2"}
     context.close()
 
     assert backend == "litert-wasm"   # the rebuilt file compiled: no fallback to TF.js
     assert fetched_again >= 1 and cached_size == new_size
     assert not any(old_sha in u for u in urls), urls
+    # The LiteRT build the first visit used (not precached: 9 MB) came along to the new build.
+    assert "/vendor/litertjs/wasm/litert_wasm_threaded_internal.wasm" in new_build, new_build
     assert log.outside_requests == [] and log.console_errors == [], log.console_errors
