@@ -15,6 +15,7 @@ from converters import pipeline
 from converters.errors import ConverterError
 from modelcontract import manifest as contract
 from server import create_app, manifests
+from server.inference import registry
 from tests.api_helpers import api_models, photo_bytes  # noqa: F401
 from tests.fixtures import fake_family
 from tests.fixtures.manifests import minimal
@@ -219,6 +220,8 @@ def test_rebuild_and_removal_are_seen_without_a_restart(api_models, tmp_path):
     assert client.get("/api/v1/models").get_json()["models"] == []
     assert classify(client, "net").status_code == 404
     assert client.get("/models/net/manifest.json").status_code == 404
+    assert client.get("/readyz").status_code == 503
+    assert "net" not in registry(client.application)._runners  # its interpreters are let go
 
 
 # ---------------------------------------------------------------------------- atomic install

@@ -79,6 +79,13 @@ class Registry:
                 files.append(None)
         return model.stamp, tuple(files)
 
+    def _forget_removed(self) -> None:
+        """Drop the runners (and their interpreters) of models no longer installed."""
+        present = {m.id for m in self.manifests.models()}
+        for mid in [mid for mid in self._runners if mid not in present]:
+            self._runners.pop(mid, None)
+            self._failures.pop(mid, None)
+
     def check(self, manifest: dict) -> str | None:
         """Why the model can't serve, or None: its input contract, its files (sizes, sha256),
         and a trial run of each server .tflite in a child process (local runners only)."""
@@ -132,6 +139,7 @@ class Registry:
         if cached and cached[0] == version:
             return cached[1]
         with self._guard:
+            self._forget_removed()
             lock = self._locks.setdefault(mid, threading.Lock())
         with lock:  # one load per model, even when the first requests arrive together
             cached = self._runners.get(mid)
@@ -159,6 +167,8 @@ class Registry:
         ``broken`` (with ``error``) or ``browser_only`` (no server artifact: the pages run it,
         the API can't) and ``verified`` ``sha256`` (or ``size`` for older manifests); an
         invalid manifest as ``broken`` with its error only."""
+        with self._guard:
+            self._forget_removed()
         out = []
         for model in self.manifests.models():
             if model.error:
