@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -21,6 +22,7 @@ CONVERTER_VERSION = 3  # 2: manifest lists the LiteRT.js browser artifacts; 3: s
 # Every build gets a folder of its own under <out>/.builds/; <out>/<id> is a symlink to the
 # installed one, replaced by one atomic rename (see _install). Dot folders are not models.
 BUILDS = ".builds"
+STALE_BUILD_SECONDS = 24 * 3600  # an unlinked build folder untouched this long was a killed build's
 
 
 @dataclass
@@ -120,6 +122,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
         raise
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)
+    _sweep(builds, target)
     print(f"[{name}] installed {target} in {time.perf_counter() - started:.1f}s total")
     return target
 
@@ -151,6 +154,18 @@ def _install(build: Path, target: Path) -> Path | None:
             previous.rename(target)  # put the unversioned folder back
         raise
     return previous
+
+
+def _sweep(builds: Path, target: Path) -> None:
+    """Remove this model's build folders that its link does not point to and that stopped
+    changing a day ago: what a killed build left behind (a build still running is younger)."""
+    own = re.compile(rf"{re.escape(target.name)}-\d{{8}}T\d{{6}}Z-.+")
+    installed = target.resolve()
+    for folder in builds.iterdir():
+        with contextlib.suppress(OSError):
+            if (own.fullmatch(folder.name) and folder.resolve() != installed
+                    and time.time() - folder.stat().st_mtime > STALE_BUILD_SECONDS):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def is_installed(name: str, out: Path | None, quantize: str) -> bool:

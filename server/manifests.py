@@ -52,7 +52,8 @@ def preference(manifest: dict) -> tuple:
 @dataclass(frozen=True)
 class Model:
     """One folder with a manifest.json: its valid ``manifest``, or the ``error`` that makes it
-    broken. ``stamp`` identifies the manifest file read (device, inode, mtime, size)."""
+    broken. ``stamp`` identifies the manifest file read (device, inode, mtime, size). The
+    manifest is shared by every request that reads it: read it, never change it."""
     id: str
     folder: Path
     stamp: tuple

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -284,6 +285,22 @@ def test_a_crash_before_or_after_the_swap_leaves_a_model(fake, tmp_path, monkeyp
             pipeline.convert("fake", out=tmp_path, force=True)
     assert _valid_at(target) == "new"
     assert len(list((tmp_path / ".builds").iterdir())) == 2
+
+
+def test_builds_a_killed_build_left_are_swept_a_day_later(fake, tmp_path):
+    pipeline.convert("fake", out=tmp_path)
+    builds = tmp_path / pipeline.BUILDS
+    day_old = time.time() - pipeline.STALE_BUILD_SECONDS - 60
+    killed, running, other = (builds / name for name in (
+        "fake-20261101T000000Z-killed", "fake-20261203T000000Z-running", "fake-float16-20261101T000000Z-x"))
+    for folder in (killed, running, other):
+        folder.mkdir()
+        (folder / "partial.bin").write_bytes(b"x")
+    for folder in (killed, other):
+        os.utime(folder, (day_old, day_old))
+    target = pipeline.convert("fake", out=tmp_path, force=True)
+    # Kept: the installed build, one still being written, another model's.
+    assert sorted(p.name for p in builds.iterdir()) == sorted([target.resolve().name, running.name, other.name])
 
 
 def test_unversioned_folder_is_moved_into_builds(fake, tmp_path):
