@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from pathlib import Path
 
@@ -17,22 +16,18 @@ from converters.errors import ConverterError
 from modelcontract import manifest as contract
 from server import create_app, manifests
 from server.inference import registry
-from tests.api_helpers import api_models, photo_bytes  # noqa: F401
 from tests.fixtures import fake_family
 from tests.fixtures.manifests import minimal
+from tests.helpers import edit_manifest, install_copy, photo_bytes
 
 JPEG = {"Content-Type": "image/jpeg"}
 
 
 def copy_model(src: Path, models: Path, model_id: str, change=None) -> Path:
     """A copy of a built model under a new id; ``change(manifest)`` edits its manifest."""
-    folder = models / model_id
-    shutil.copytree(src, folder)
-    data = json.loads((folder / "manifest.json").read_text())
-    data["id"] = model_id
+    folder = install_copy(src, models, model_id)
     if change:
-        change(data)
-    (folder / "manifest.json").write_text(json.dumps(data))
+        edit_manifest(folder, change)
     return folder
 
 
@@ -194,8 +189,7 @@ def test_registry_reads_a_manifest_once_and_again_when_it_changes(api_models, tm
     for path in ("/", "/classify", "/api/v1/models", "/models/net/manifest.json"):
         assert client.get(path).status_code == 200, path
     assert len(reads) == 1
-    (tmp_path / "net" / "manifest.json").write_text(json.dumps(
-        {**json.loads((tmp_path / "net" / "manifest.json").read_text()), "title": "Net, rebuilt"}))
+    edit_manifest(tmp_path / "net", lambda m: m.update(title="Net, rebuilt"))
     titles = [m["title"] for m in client.get("/api/v1/models").get_json()["models"]]
     assert titles == ["Net, rebuilt"] and len(reads) == 2
 
