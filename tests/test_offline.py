@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -21,10 +22,8 @@ from werkzeug.serving import make_server
 from tests.helpers import (CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, open_page, photo_file,
                            photo_rgb, screenshot, write_y4m)
 
-pytestmark = [
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
-    pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent"),
-]
+browser_only = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
+needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
 
 PORTS = {"installable": 8470, "detect": 8471, "server": 8472, "classify_hands": 8473, "rebuild": 8474}
 READY = "#model-status[data-state='ready']"
@@ -128,10 +127,49 @@ def unexpected_errors(log) -> list[str]:
             and "Failed to load resource" not in e and "sw.js" not in e]
 
 
-# ---------------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------- routes (no browser)
 
-def test_installable_manifest_and_worker(pw, serve, built_model, tmp_path):
-    server = serve("installable", MODELS_DIR=built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)).parent)
+def test_worker_script_and_web_app_manifest_routes(tmp_path):
+    from server import create_app, offline
+
+    client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()
+    worker = client.get("/sw.js")
+    body = worker.get_data(as_text=True)
+    precache = json.loads(re.search(r"const PRECACHE = (\[.*?\]);", body).group(1))
+    manifest = client.get("/app.webmanifest")
+    data = manifest.get_json(force=True)
+    pinned = create_app({"MODELS_DIR": tmp_path, "APP_BUILD": "deploy-7"}).test_client().get("/sw.js")
+
+    assert worker.status_code == 200 and worker.mimetype == "text/javascript"
+    assert worker.headers["Cache-Control"] == "no-cache"   # update checks always see the deploy's worker
+    assert f'const BUILD = "{offline.compute_build_id()}";' in body
+    assert 'const BUILD = "deploy-7";' in pinned.get_data(as_text=True)
+    assert {"/", "/detect", "/classify", "/hands", "/static/js/offline.js", "/static/css/app.css",
+            "/vendor/tfjs/tf.es2017.min.js", "/vendor/tfjs-wasm/tfjs-backend-wasm-simd.wasm",
+            "/vendor/litertjs/core/index.js", "/vendor/litertjs/wasm/litert_wasm_threaded_internal.js"} <= set(precache)
+    assert not [u for u in precache if "mediapipe" in u or (u.startswith("/vendor/litertjs/") and u.endswith(".wasm"))]
+    assert manifest.mimetype == "application/manifest+json"
+    assert data["start_url"] == "/" and data["scope"] == "/" and data["display"] == "standalone"
+    assert all(client.get(icon["src"]).status_code == 200 for icon in data["icons"])
+
+
+def test_build_id_follows_the_served_files(tmp_path, monkeypatch):
+    from server import offline
+
+    for folder in ("static", "templates"):
+        shutil.copytree(offline.ROOT / folder, tmp_path / folder)
+    monkeypatch.setattr(offline, "ROOT", tmp_path)
+    first = offline.compute_build_id()
+    assert offline.compute_build_id() == first
+    (tmp_path / "static" / "css" / "app.css").write_text("body { color: red }")
+    assert offline.compute_build_id() != first
+
+
+# ------------------------------------------------------------------------------ in Chromium
+
+@browser_only
+def test_installable_manifest_and_worker(pw, serve, tmp_path):
+    server = serve("installable", MODELS_DIR=tmp_path / "no-models")
     # A profile on disk: Chromium never offers to install from an incognito context.
     context = pw.chromium.launch_persistent_context(tmp_path / "profile", executable_path=CHROMIUM, args=FLAGS)
     page, log = open_page(context, server.url + "/")
@@ -150,11 +188,11 @@ def test_installable_manifest_and_worker(pw, serve, built_model, tmp_path):
     assert installability["installabilityErrors"] == [], installability
     assert scope == server.url + "/"
     assert len(names) == 1 and names[0].startswith("datarailroad-app-"), names
-    # Precached at install: the pages, the app's JS, the TF.js and LiteRT runtimes (not the
-    # three 9 MB LiteRT .wasm builds: the one a browser uses is cached on first use).
+    # Precached at install: the pages, the app's JS, the TF.js and LiteRT runtimes; of the
+    # three 9 MB LiteRT .wasm builds only the one this browser ran (the index page probes it).
     assert {"/", "/detect", "/classify", "/hands", "/static/js/detect.js",
             "/vendor/tfjs/tf.es2017.min.js", "/vendor/litertjs/core/index.js"} <= urls, urls
-    assert not any(u.endswith(".wasm") and "litertjs" in u for u in urls)
+    assert len([u for u in urls if u.startswith("/vendor/litertjs/") and u.endswith(".wasm")]) <= 1, urls
     assert log.console_errors == [] and log.outside_requests == [] and log.failed_requests == []
 
 
@@ -166,6 +204,8 @@ def camera_browser(pw, tmp_path_factory):
     browser.close()
 
 
+@browser_only
+@needs_yolov5n
 def test_detect_runs_offline_on_camera_and_image_after_one_visit(camera_browser, serve, built_model):
     server = serve("detect", MODELS_DIR=built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)).parent)
     context = camera_browser.new_context()
@@ -187,15 +227,23 @@ def test_detect_runs_offline_on_camera_and_image_after_one_visit(camera_browser,
     upload_and_wait(page, photo_file("zidane.jpg"), 1280)
     image = detections(page)
     screenshot(page, "offline_detect_zidane")
+    errors = unexpected_errors(log)
+    # A page never visited opens (precached), and says its model was never kept.
+    page.goto(f"{server.url}/classify?backend=wasm")
+    page.wait_for_selector("#model-status[data-state='error']", timeout=60_000)
+    not_kept = page.inner_text("#status-line")
     context.close()
 
     assert state == {"isolated": True, "online": False, "controlled": True, "backend": "litert-wasm",
                      "server": "Server (unreachable)"}, state
     assert camera.count("bus") >= 1 and camera.count("person") >= 3, camera
     assert image.count("person") == 2, image
-    assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
+    assert "not in this browser's offline copy: open this page once while online" in not_kept, not_kept
+    assert log.outside_requests == [] and errors == [], errors
 
 
+@browser_only
+@needs_yolov5n
 def test_server_backend_says_it_is_unreachable_offline(browser, serve, built_model):
     server = serve("server", MODELS_DIR=built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)).parent)
     context = browser.new_context()
@@ -232,6 +280,7 @@ def _hand(page, path):
     return page.eval_on_selector_all("#results li", "items => items.map(li => li.dataset.gesture)")
 
 
+@browser_only
 def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, built_model):
     lite0 = built_model("efficientnet-lite0")
     built_model("handpose")
@@ -307,6 +356,8 @@ def _rebuild(folder, extra: bytes):
     return manifest["files_sha256"]["model.tflite"], tflite.stat().st_size
 
 
+@browser_only
+@needs_yolov5n
 def test_rebuilt_model_and_new_deploy_replace_the_cached_ones(browser, serve, built_model, tmp_path):
     models = tmp_path / "models"
     shutil.copytree(built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)), models / "yolov5n")

@@ -209,7 +209,16 @@ export function urlOverride(name) {
 // ---- A loaded model: manifest + graph on the current backend ----
 
 export async function fetchManifest(modelId) {
-  const response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
+  let response;
+  try {
+    response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
+  } catch (err) {
+    // Offline, the service worker answers only for models used before (templates/sw.js).
+    if (navigator.onLine === false) {
+      throw new Error(`${modelId} is not in this browser's offline copy: open this page once while online`);
+    }
+    throw err;
+  }
   if (!response.ok) throw new Error(`manifest of ${modelId}: HTTP ${response.status}`);
   return response.json();
 }
