@@ -1,5 +1,6 @@
 """Shared fixtures. Converted models are built once per test session into a temp folder
-(``built_model``) so the user's ./models is never touched by tests."""
+(``built_model``) so the user's ./models is never touched by tests. Shared functions are in
+tests/helpers.py."""
 from __future__ import annotations
 
 import os
@@ -9,12 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("DATARAILROAD_SHARED", ROOT.parent / "shared"))
-YOLOV5N_WEIGHTS = SHARED / "models" / "yolov5n.pt"
-HAND_FIXTURES = SHARED / "fixtures" / "hands"
-
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from tests.helpers import YOLOV5N_WEIGHTS, launch  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -58,6 +57,16 @@ def built_model(models_dir):
 
 
 @pytest.fixture(scope="session")
+def api_models(built_model) -> dict[str, Path]:
+    """{model id: folder} of what the server tests serve (what could be built here), all in
+    one models folder."""
+    built = {"efficientnet-lite0": built_model("efficientnet-lite0"), "handpose": built_model("handpose")}
+    if YOLOV5N_WEIGHTS.is_file():
+        built["yolov5n"] = built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS))
+    return built
+
+
+@pytest.fixture(scope="session")
 def pw():
     """One Playwright driver per session (a second sync_playwright in one thread fails)."""
     from playwright.sync_api import sync_playwright
@@ -69,8 +78,6 @@ def pw():
 @pytest.fixture(scope="module")
 def browser(pw):
     """Debian's headless Chromium, one per test module (fake-camera modules launch their own)."""
-    from tests.browser import launch
-
     b = launch(pw)
     yield b
     b.close()
