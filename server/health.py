@@ -4,7 +4,8 @@
 /readyz: 200 ``ready`` when at least one model is installed and none is broken; else 503
 ``not_ready`` with the reason. Each model reports ``status``: ``ready`` (files match the
 manifest, each .tflite ran once in a trial child process), ``broken`` (with ``error``: the
-API answers 503 for that model only) or ``browser_only`` (no server artifact), and
+API answers 503 for that model only; a model whose manifest.json is invalid is listed as
+broken with its id, error and task null) or ``browser_only`` (no server artifact), and
 ``verified``: ``sha256``, or ``size`` for a manifest written before files_sha256.
 """
 from __future__ import annotations
