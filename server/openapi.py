@@ -160,7 +160,10 @@ SCHEMAS = {
                        "quantization": {"type": "string"}, "input": {"type": ["object", "null"]},
                        "outputs": {"type": "object"}, "tfjs": {"type": ["object", "null"]},
                        "bytes": {"type": "integer", "minimum": 0}, "parity_passed": {"type": ["boolean", "null"]},
-                       "source": {"type": "object"}, "created": {"type": ["string", "null"]}},
+                       "source": {"type": "object"}, "created": {"type": ["string", "null"]},
+                       "status": {"const": "broken", "description": "only on a model whose manifest.json is "
+                                  "invalid (task null, no other field but error)"},
+                       "error": {"type": "string"}},
     },
     "ModelCard": {
         "type": "object", "description": "what the pages' #model-card shows (server/cards.py)",

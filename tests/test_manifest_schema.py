@@ -172,6 +172,14 @@ def test_invalid_manifests_are_listed_as_broken(mixed_client):
     for model_id, reason in BROKEN.items():
         for entry in (states[model_id], listed[model_id]):
             assert entry["status"] == "broken" and reason in entry["error"] and entry["task"] is None, entry
+    # As the OpenAPI document describes the list.
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+    from referencing.jsonschema import DRAFT202012
+
+    doc = Resource.from_contents(mixed_client.get("/api/v1/openapi.json").get_json(), default_specification=DRAFT202012)
+    Draft202012Validator({"$ref": "urn:openapi#/components/schemas/ModelList"},
+                         registry=Registry().with_resource("urn:openapi", doc)).validate({"models": list(listed.values())})
     # The pages offer only models that can run.
     html = mixed_client.get("/classify").get_data(as_text=True)
     assert 'value="good"' in html and not any(f'value="{m}"' in html for m in BROKEN)
