@@ -181,6 +181,9 @@ def test_invalid_manifests_are_listed_as_broken(mixed_client):
     doc = Resource.from_contents(mixed_client.get("/api/v1/openapi.json").get_json(), default_specification=DRAFT202012)
     Draft202012Validator({"$ref": "urn:openapi#/components/schemas/ModelList"},
                          registry=Registry().with_resource("urn:openapi", doc)).validate({"models": list(listed.values())})
+    # The task's default is a model that can run.
+    default = mixed_client.post("/api/v1/classify", data=photo_bytes("bus.jpg"), headers=JPEG)
+    assert default.status_code == 200 and default.get_json()["model"] == "good"
     # The pages offer only models that can run.
     html = mixed_client.get("/classify").get_data(as_text=True)
     assert 'value="good"' in html and not any(f'value="{m}"' in html for m in BROKEN)
