@@ -9,8 +9,6 @@ import threading
 import numpy as np
 import pytest
 
-from tests.api_helpers import api_models  # noqa: F401
-
 
 @pytest.mark.parametrize("model_id", ["efficientnet-lite0", "yolov5n"])
 def test_batched_runs_answer_each_caller(api_models, model_id):

@@ -10,7 +10,7 @@ import pytest
 from converters.sources import photo_path
 from modelcontract.scores import top_k
 from tests import reference
-from tests.browser import CHROMIUM, drop_files, live_server, open_page, screenshot
+from tests.helpers import CHROMIUM, drop_files, live_server, open_page, screenshot
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from modelcontract.decode import NMS_KEYS
-from tests.conftest import YOLOV5N_WEIGHTS
+from tests.helpers import YOLOV5N_WEIGHTS
 
 ROOT = Path(__file__).resolve().parent.parent
 PERSON, BUS = 0, 5

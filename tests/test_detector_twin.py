@@ -15,7 +15,7 @@ import pytest
 
 from modelcontract.decode import DetectOptions, decode_nms, decode_raw
 from modelcontract.geometry import Transform
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 JS = ROOT / "static" / "js"
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from modelcontract.geometry import prepare
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 RUNNER = """
 import {createRequire} from 'node:module';

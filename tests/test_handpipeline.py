@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 PIPELINE_JS = ROOT / "static" / "js" / "handpipeline.js"
 

@@ -30,8 +30,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from converters.sources import load_photo
 from server import certs
-from tests.browser import CHROMIUM, fake_camera_flags, launch, letterbox_rgb, open_page, screenshot, write_y4m
-from tests.conftest import ROOT, YOLOV5N_WEIGHTS
+from tests.helpers import (CHROMIUM, ROOT, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, open_page,
+                           screenshot, write_y4m)
 
 HTTPS_PORT, HTTP_PORT = 8450, 8451
 IDLE = 3.0
@@ -365,7 +365,7 @@ def http_server(models):
 
 
 def open_on_demo_test(context, url: str):
-    """Like tests.browser.open_page, with demo.test (mapped to 127.0.0.1) counted as local."""
+    """Like tests.helpers.open_page, with demo.test (mapped to 127.0.0.1) counted as local."""
     outside, errors = [], []
     page = context.new_page()
 

@@ -5,48 +5,16 @@
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
 from converters import manifest as manifest_io
 from converters import pipeline
 from server import create_app, manifests
-from tests.api_helpers import api_models, photo_bytes  # noqa: F401
+from tests.helpers import edit_manifest, install_copy, photo_bytes, truncate
 from tests.fixtures.manifests import minimal
 
 JPEG = {"Content-Type": "image/jpeg"}
-
-
-def edit_manifest(folder: Path, change) -> dict:
-    data = json.loads((folder / "manifest.json").read_text())
-    change(data)
-    (folder / "manifest.json").write_text(json.dumps(data))
-    return data
-
-
-def install(src: Path, models: Path, model_id: str, digests: bool = True) -> Path:
-    """A copy of a built model under a new id, with files_sha256 (as the converters write it now)."""
-    folder = models / model_id
-    shutil.copytree(src, folder)
-
-    def rename(m):
-        m["id"] = model_id
-        if digests:
-            m["files_sha256"] = manifest_io.file_digests(folder)
-        else:
-            m.pop("files_sha256", None)
-
-    edit_manifest(folder, rename)
-    return folder
-
-
-def truncate(path: Path) -> int:
-    """Cut a .tflite to half its size: LiteRT segfaults on such a file (issue 11)."""
-    data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
-    return len(data) // 2
 
 
 @pytest.fixture(scope="module")
@@ -57,16 +25,16 @@ def models(api_models, tmp_path_factory):
     manifest without 'input'."""
     src = api_models["efficientnet-lite0"]
     folder = tmp_path_factory.mktemp("integrity-models")
-    install(src, folder, "good")
-    truncate(install(src, folder, "truncated") / "model.tflite")
-    crashing = install(src, folder, "crashing", digests=False)
+    install_copy(src, folder, "good")
+    truncate(install_copy(src, folder, "truncated") / "model.tflite")
+    crashing = install_copy(src, folder, "crashing", digests=False)
     size = truncate(crashing / "model.tflite")
     edit_manifest(crashing, lambda m: m["files"].update({"model.tflite": size}))
-    tampered = install(src, folder, "tampered")
+    tampered = install_copy(src, folder, "tampered")
     data = bytearray((tampered / "model.tflite").read_bytes())
     data[len(data) // 2] ^= 0xFF
     (tampered / "model.tflite").write_bytes(bytes(data))
-    edit_manifest(install(src, folder, "no-input"), lambda m: m.pop("input"))
+    edit_manifest(install_copy(src, folder, "no-input"), lambda m: m.pop("input"))
     return folder
 
 
@@ -110,7 +78,7 @@ def test_readyz_reports_each_model_and_is_not_ready_while_one_is_broken(client):
 def test_readyz_is_ready_with_good_models_only_and_not_without_models(api_models, tmp_path):
     empty = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client().get("/readyz")
     assert empty.status_code == 503 and "no model is installed" in empty.get_json()["reason"]
-    install(api_models["efficientnet-lite0"], tmp_path, "good")
+    install_copy(api_models["efficientnet-lite0"], tmp_path, "good")
     ready = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client().get("/readyz")
     assert ready.status_code == 200, ready.get_json()
     assert ready.get_json()["status"] == "ready" and ready.get_json()["tasks"] == ["classify"]
@@ -119,7 +87,7 @@ def test_readyz_is_ready_with_good_models_only_and_not_without_models(api_models
 def test_rebuilt_model_is_checked_again(api_models, tmp_path):
     """A failure is remembered per version of the files: repairing them clears it."""
     src = api_models["efficientnet-lite0"]
-    folder = install(src, tmp_path, "repaired")
+    folder = install_copy(src, tmp_path, "repaired")
     good = (folder / "model.tflite").read_bytes()
     truncate(folder / "model.tflite")
     client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()

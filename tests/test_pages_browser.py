@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.browser import CHROMIUM, live_server, open_page, screenshot
+from tests.helpers import CHROMIUM, live_server, open_page, screenshot
 from tests.fixtures.manifests import minimal
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")

@@ -7,15 +7,13 @@ pip's cache (Ray's wheel is most of it), then a few seconds. Not marked slow for
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from server import create_app
-from tests.api_helpers import api_models, need, photo_bytes  # noqa: F401
+from tests.helpers import Gunicorn, need, photo_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv-serve"
@@ -51,22 +49,10 @@ def test_gunicorn_from_serve_venv_serves_the_three_tasks(serve_venv, api_models)
 
     need(api_models, "yolov5n")
     folder = next(iter(api_models.values())).parent
-    env = {"PATH": os.environ["PATH"], "DATARAILROAD_MODELS": str(folder), "DATARAILROAD_PORT": str(PORT),
-           "WEB_CONCURRENCY": "1"}  # no PYTHONPATH: nothing from the full venv can leak in
-    server = subprocess.Popen([serve_venv / "bin/gunicorn", "-c", "gunicorn.conf.py", "server:create_app()"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              start_new_session=True)
+    # Only PATH in its environment (no PYTHONPATH): nothing from the full venv can leak in.
+    server = Gunicorn(folder, 1, port=PORT, program=serve_venv / "bin/gunicorn", clean_env=True)
     try:
-        url = f"http://127.0.0.1:{PORT}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if requests.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, server.stderr.read().decode()[-2000:]
-            time.sleep(0.5)
+        url = server.url
         reference = create_app({"MODELS_DIR": folder, "TESTING": True}).test_client()
         data = photo_bytes("zidane.jpg")
         for endpoint in ("detect", "classify", "hands"):
@@ -76,8 +62,7 @@ def test_gunicorn_from_serve_venv_serves_the_three_tasks(serve_venv, api_models)
             assert got.status_code == want.status_code == 200, got.text[:300]
             assert without_timing(got.json()) == without_timing(want.get_json())
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        server.stop()
 
 
 def test_cluster_node_runs_from_serve_venv(serve_venv, api_models):
