@@ -76,6 +76,22 @@ def test_parity_inputs_are_a_real_hand(manifest):
     assert p["tfjs"]["models"]["landmark_full"]["hand_flag"] > 0.5
 
 
+def test_recorded_parity_is_what_was_run(manifest):
+    """The build records the TF.js backend the runs reported and, per model, the installed
+    .tflite run through LiteRT against the original, output by output (not constants)."""
+    p = manifest["parity"]
+    assert p["tfjs"]["backend"] == manifest["end_to_end"]["full"]["backend"]
+    server = p["server"]["models"]
+    assert set(server) == set(MODELS) and p["server"]["same_file_as_reference"] is True
+    assert set(server["detector_full"]["outputs"]) == {"Identity", "Identity_1"}
+    assert set(server["landmark_full"]["outputs"]) == {"Identity", "Identity_1", "Identity_2", "Identity_3"}
+    assert p["server"]["relative"] == max(m["relative"] for m in server.values())
+    speed = manifest["speed"]
+    assert set(speed["parts"]) == set(MODELS) and speed["threads"] == 2
+    assert speed["ms"] == pytest.approx(speed["parts"]["detector_full"] + speed["parts"]["landmark_full"], abs=0.02)
+    assert manifest["source"]["licence"]["name"] == "Apache-2.0"
+
+
 def test_float16_parity(built_model):
     folder = built_model("handpose", quantize="float16")
     m = json.loads((folder / "manifest.json").read_text())
