@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 
 from modelcontract.decode import DETECT_FORMATS, DetectOptions, decode_detections, nms_defaults
-from modelcontract.decode import decode_raw  # noqa: F401  transitional, for tests/test_api.py
 from modelcontract.geometry import prepare
 
 from .base import ParameterError, Runner
