@@ -5,44 +5,14 @@ class is no candidate (dropped before NMS and the max_det cut), and the constant
 keep in JS equal the contract's."""
 from __future__ import annotations
 
-import json
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 from modelcontract.decode import DetectOptions, decode_nms, decode_raw
 from modelcontract.geometry import Transform
-from tests.helpers import ROOT
-
-JS = ROOT / "static" / "js"
-
-RUNNER = """
-import {createRequire} from 'node:module';
-const require = createRequire(%s);
-const tf = require('@tensorflow/tfjs');
-globalThis.tf = tf;
-await tf.setBackend('cpu');
-const {decode} = await import(%s);
-const {makeTransform} = await import(%s);
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', async () => {
-  const req = JSON.parse(text);
-  const out = [];
-  for (const c of req.cases) {
-    const outputs = req.outputs.map((o) => tf.tensor(o.values, o.shape, 'float32'));
-    const frame = {transform: makeTransform(...req.transform), width: req.width, height: req.height};
-    const before = tf.memory().numTensors;
-    const found = await decode(req.manifest, outputs, frame, c);
-    tf.dispose(outputs);
-    out.push({found, leaked: tf.memory().numTensors - before + outputs.length});
-  }
-  process.stdout.write(JSON.stringify(out));
-});
-"""
+from tests.helpers import JS, detector_js_decode, js_url, run_node
 
 TRANSFORM = (0.75, 0.75, 0.0, 80.0)
 WIDTH, HEIGHT = 853, 640
@@ -51,20 +21,9 @@ PERSON, BIKE, DOG = 0, 1, 7
 
 
 def run_js(manifest: dict, outputs: list[np.ndarray], cases: list[dict]) -> list[list[dict]]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    script = RUNNER % (json.dumps(str(ROOT) + "/"), json.dumps((JS / "detector.js").as_uri()),
-                       json.dumps((JS / "geometry.js").as_uri()))
-    request = {"manifest": manifest, "transform": list(TRANSFORM), "width": WIDTH, "height": HEIGHT,
-               "outputs": [{"values": o.ravel().tolist(), "shape": list(o.shape)} for o in outputs],
-               "cases": cases}
-    proc = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True,
-                          input=json.dumps(request), timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(proc.stdout)
-    assert all(r["leaked"] == 0 for r in results), [r["leaked"] for r in results]
-    return [r["found"] for r in results]
+    """detector.js decode of the same outputs under each case's options."""
+    return detector_js_decode(manifest, [{"outputs": outputs, "transform": Transform(*TRANSFORM), "width": WIDTH,
+                                          "height": HEIGHT, "options": case} for case in cases])
 
 
 def assert_same(got: list[dict], expected: list[dict], case) -> None:
@@ -203,11 +162,6 @@ def test_js_constants_equal_the_contract():
     assert js_object(JS / "hands.js", "SWAP") == hands.SWAP
     labels = re.search(r"this\.labels = manifest\.labels \|\| \[([^\]]*)\]", (JS / "handpipeline.js").read_text())
     assert labels and tuple(re.findall(r"'(\w+)'", labels.group(1))) == hands.HANDEDNESS
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    script = f"const g = await import({json.dumps((JS / 'gesture.js').as_uri())}); " \
-             "process.stdout.write(JSON.stringify(Object.keys(g.GESTURES)));"
-    proc = subprocess.run([node, "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert sorted(json.loads(proc.stdout)) == sorted(gesture.GESTURES)
+    keys = run_node(f"const g = await import({js_url(JS / 'gesture.js')}); "
+                    "process.stdout.write(JSON.stringify(Object.keys(g.GESTURES)));")
+    assert sorted(keys) == sorted(gesture.GESTURES)

@@ -4,22 +4,12 @@ mode, normal photos and the degenerate strips (600x1, 1x600) whose centre crop u
 resized at full scale first."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import numpy as np
-import pytest
 
 from modelcontract.geometry import prepare
-from tests.helpers import ROOT
+from tests.helpers import JS, TFJS_PRELUDE, js_url, run_node
 
-RUNNER = """
-import {createRequire} from 'node:module';
-const require = createRequire(%s);
-const tf = require('@tensorflow/tfjs');
-globalThis.tf = tf;
-await tf.setBackend('cpu');
+RUNNER = TFJS_PRELUDE + """
 const {prepareInput} = await import(%s);
 let text = '';
 process.stdin.on('data', (d) => { text += d; });
@@ -51,18 +41,11 @@ SHAPES = [(37, 53), (120, 90), (1, 600), (600, 1), (3, 2), (24, 32)]
 
 
 def test_prepare_input_is_prepare():
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
     rng = np.random.default_rng(11)
     images = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for shape in SHAPES]
     cases = [{"pixels": img.ravel().tolist(), "shape": list(img.shape), "spec": spec}
              for img in images for spec in SPECS]
-    script = RUNNER % (json.dumps(str(ROOT) + "/"), json.dumps((ROOT / "static" / "js" / "geometry.js").as_uri()))
-    proc = subprocess.run([node, "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True,
-                          input=json.dumps(cases), timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = iter(json.loads(proc.stdout))
+    results = iter(run_node(RUNNER % js_url(JS / "geometry.js"), cases))
     for img in images:
         for spec in SPECS:
             got = next(results)
