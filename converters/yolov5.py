@@ -580,11 +580,11 @@ def export(ctx, loaded) -> dict:
 
 
 def detections_of(outputs: dict, names: dict) -> dict:
-    """Valid rows of the four NMS outputs (names: output key -> graph tensor name)."""
-    n = int(np.asarray(outputs[names["valid_detections"]]).reshape(-1)[0])
-    return {"boxes": np.asarray(outputs[names["boxes"]])[0, :n].astype(np.float64),
-            "scores": np.asarray(outputs[names["scores"]])[0, :n].astype(np.float64),
-            "classes": np.asarray(outputs[names["classes"]])[0, :n].astype(np.int64)}
+    """Valid rows of the four NMS outputs (names: output key -> graph tensor name), boxes as
+    fractions of the input (modelcontract.decode.nms_rows)."""
+    from modelcontract.decode import nms_rows
+
+    return nms_rows({key: outputs[names[key]] for key in OUTPUT_KEYS}, (1, 1))
 
 
 match_detections = detections.match_detections  # (benches use it under this module's name)
