@@ -14,6 +14,7 @@ build when a target is missed, and times the .tflite (the manifest's ``speed``).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -126,6 +127,8 @@ def _short(figures: dict) -> str:
 
 
 def litert_speed(model_path: Path, inputs, runs: int = SPEED_RUNS) -> dict:
-    """The manifest's ``speed``: median native LiteRT ms per inference at SPEED_THREADS."""
+    """The manifest's ``speed``: median native LiteRT ms per inference at SPEED_THREADS, with
+    the machine's 1-minute load average beside it (a busy build machine inflates the figure)."""
     ms = tflite.median_ms(model_path, inputs, threads=SPEED_THREADS, runs=runs)
-    return {"runtime": "litert", "threads": SPEED_THREADS, "ms": round(ms, 2), "runs": runs}
+    return {"runtime": "litert", "threads": SPEED_THREADS, "ms": round(ms, 2), "runs": runs,
+            "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
