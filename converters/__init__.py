@@ -2,7 +2,9 @@
 
 Each model family lives in its own module and is registered in ``FAMILIES``. A family
 module exposes ``NAME``, ``TASK``, ``SUMMARY``, ``resolve_source(weights)`` and
-``build(ctx)``; ``converters.pipeline`` does everything they share (temp folder,
+``build(ctx)``, which runs its four stages through ``converters.stages`` (load -> export ->
+verify -> describe; verify is shared); the detectors also declare ``IMGSZ`` / ``IMGSZ_STEP``
+(they take --imgsz). ``converters.pipeline`` does everything else they share (temp folder,
 idempotence, progress, manifest, atomic install). Nothing heavy is imported here, so
 ``python -m converters list`` and the Flask app stay fast.
 """
