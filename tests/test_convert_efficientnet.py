@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from modelcontract.scores import top_k
+
 ROOT = Path(__file__).resolve().parent.parent
 
 BUS_CLASSES = {"minibus", "school bus", "trolleybus", "passenger car", "tram"}
@@ -35,7 +37,7 @@ def run_tfjs_outputs(folder, x, extra_outputs=()):
 
 def top5(probabilities, labels):
     p = np.asarray(probabilities).reshape(-1)
-    return [(labels[i], float(p[i])) for i in np.argsort(-p, kind="stable")[:5]]
+    return [(labels[i], float(p[i])) for i in top_k(p, 5)]
 
 
 def cli(*args, env=None, timeout=180):
