@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from modelcontract.hands import SWAP
 from tests.helpers import (ARTIFACTS, CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
                            live_server, mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb,
                            screenshot, write_y4m)
@@ -19,7 +20,6 @@ from tests.helpers import (ARTIFACTS, CHROMIUM, HAND_GESTURES, drop_files, fake_
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
 KEYPOINT_TOLERANCE_PX = 12.0
-SWAP = {"Left": "Right", "Right": "Left"}
 EMOJI = {"thumbs_up": "\U0001F44D", "thumbs_down": "\U0001F44E", "none": ""}
 LABEL = {"thumbs_up": "thumbs up", "thumbs_down": "thumbs down", "none": ""}
 
