@@ -6,8 +6,6 @@ the CLI's error paths."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,17 +13,13 @@ import numpy as np
 import pytest
 
 from modelcontract.decode import NMS_KEYS
-from tests.helpers import YOLOV5N_WEIGHTS
+from tests.helpers import YOLOV5N_WEIGHTS, assert_clean_error, converter_cli
+from tests.helpers import read_manifest as manifest
 
-ROOT = Path(__file__).resolve().parent.parent
 PERSON, BUS = 0, 5
 
 needs_weights = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(),
                                    reason=f"shared yolov5n weights absent: {YOLOV5N_WEIGHTS}")
-
-
-def manifest(folder: Path) -> dict:
-    return json.loads((folder / "manifest.json").read_text())
 
 
 def detect(folder: Path, photo: str, runtime: str = "tfjs") -> dict:
@@ -62,22 +56,6 @@ def assert_boxes_inside(found: dict) -> None:
     assert (b[:, [1, 3]] >= -0.03 * h).all() and (b[:, [1, 3]] <= 1.03 * h).all(), b
     clipped = np.clip(b, 0, [w, h, w, h])
     assert ((clipped[:, 2] - clipped[:, 0]) > 10).all() and ((clipped[:, 3] - clipped[:, 1]) > 10).all(), b
-
-
-def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "converters", *args], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def assert_clean_error(code: int, stderr: str, *needles: str) -> None:
-    assert code == 2, stderr[-2000:]
-    lines = stderr.strip().splitlines()
-    assert lines[0].startswith("error: "), stderr[-2000:]
-    assert any(line.startswith("  fix: ") for line in lines), stderr[-2000:]
-    assert "Traceback" not in stderr
-    for needle in needles:
-        assert needle in stderr, (needle, stderr[-2000:])
 
 
 # ---------------------------------------------------------------------------- yolov5n
@@ -155,7 +133,11 @@ def test_yolov5n_quantized_variants(built_model, v5, quantize):
     if quantize == "float16":
         assert p["target_relative"] == 1e-2 and p["tfjs"]["relative"] <= 1e-2, p["tfjs"]
     else:
-        assert p["target_relative"] is None and p["tfjs"]["relative"] > 0  # recorded only
+        # No target, figures recorded: a measurement, not a placeholder. Quantised weights move the
+        # raw head beyond fp32 rounding (the fp32 target) yet by less than its own scale, and the
+        # recorded detections are as many as the reference's.
+        assert p["target_relative"] is None and 1e-4 < p["tfjs"]["relative"] < 1, p["tfjs"]
+        assert p["tfjs"]["detections"]["count"] == p["tfjs"]["detections"]["reference_count"] >= 4, p["tfjs"]
     weights = sum(size for name, size in m["files"].items() if name.endswith(".bin"))
     fp32 = sum(size for name, size in manifest(v5)["files"].items() if name.endswith(".bin"))
     assert weights < fp32 * (0.55 if quantize == "float16" else 0.3), (weights, fp32)
@@ -233,7 +215,7 @@ def test_yolov5n_random_weights_build(built_model):
 def test_yolov5n_rejects_a_text_file(tmp_path):
     bad = tmp_path / "weights.pt"
     bad.write_text("not a checkpoint\n")
-    proc = cli("yolov5n", "--weights", str(bad), "--out", str(tmp_path / "models"))
+    proc = converter_cli("yolov5n", "--weights", str(bad), "--out", str(tmp_path / "models"))
     assert_clean_error(proc.returncode, proc.stderr, "weights.pt", "expected a yolov5", "--weights")
     assert not (tmp_path / "models" / "yolov5n").exists()
 
@@ -289,7 +271,7 @@ def test_yolov5n_points_ultralytics_checkpoints_elsewhere(tmp_path):
     fake = tmp_path / "yolov8n.pt"
     with zipfile.ZipFile(fake, "w") as zf:  # the pickle opcodes of a class reference only
         zf.writestr("yolov8n/data.pkl", b"\x80\x02cultralytics.nn.tasks\nDetectionModel\nq\x00.")
-    proc = cli("yolov5n", "--weights", str(fake), "--out", str(tmp_path / "models"))
+    proc = converter_cli("yolov5n", "--weights", str(fake), "--out", str(tmp_path / "models"))
     assert_clean_error(proc.returncode, proc.stderr, "Ultralytics 8.x", "python -m converters yolo")
 
 
@@ -318,8 +300,30 @@ def test_yolo_parity_meets_target(v8):
     assert p["pytorch_fp32_vs_fp64"]["relative"] < 1e-5
 
 
+def pytorch_random_yolo(architecture: str):
+    """The PyTorch network the yolo build converts, rebuilt here as the converter's child makes
+    it from an architecture yaml: seeded weights, class prior zeroed, batch norm calibrated on
+    zidane.jpg at 640 (converters/ultralytics_yolo.py)."""
+    import torch
+    from ultralytics import YOLO
+
+    from converters import sources, ultralytics_yolo
+    from modelcontract.geometry import prepare
+
+    torch.manual_seed(ultralytics_yolo.RANDOM_SEED)
+    model = YOLO(architecture, task="detect").model
+    for branch in model.model[-1].cv3:
+        torch.nn.init.zeros_(branch[-1].bias)
+    ultralytics_yolo.calibrate_batchnorm(model, prepare(sources.load_photo("zidane.jpg"), ultralytics_yolo.INPUT)[0])
+    return model.eval()
+
+
 def test_yolo_tfjs_output_tracks_pytorch_on_bus(v8):
-    """Independent of the manifest: run the TF.js files and check the raw head's layout."""
+    """Independent of the manifest: the installed TF.js files (WASM, in Node) against the same
+    network in PyTorch, rebuilt here, on bus.jpg: the raw head's layout, and its values within
+    the fp32 target."""
+    import torch
+
     from converters import parity, sources
     from modelcontract.geometry import prepare
 
@@ -327,11 +331,16 @@ def test_yolo_tfjs_output_tracks_pytorch_on_bus(v8):
     x, _ = prepare(sources.load_photo("bus.jpg"), m["input"])
     name = m["outputs"]["tensors"][0]["name"]
     y = parity.run_tfjs(v8 / m["tfjs"]["model"], {m["input"]["name"]: x}, outputs=[name])["outputs"][name]
-    assert y.shape == (1, 84, 8400)
+    with torch.no_grad():
+        out = pytorch_random_yolo(m["source"]["architecture"])(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
+    reference = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+    assert y.shape == reference.shape == (1, 84, 8400)
     scores = y[0, 4:]
     assert 0 <= scores.min() and scores.max() <= 1 and scores.std() > 1e-3  # sigmoid outputs that vary
     cx = y[0, 0]
     assert cx.min() < 40 and cx.max() > 600  # anchor centres cover the 640 px input
+    assert parity.compare(reference, y)["relative"] <= parity.TARGETS["none"]
+    assert parity.compare(reference[:, 4:], y[:, 4:])["max_abs"] <= parity.TARGETS["none"]  # class scores
 
 
 def test_yolo_320_is_its_own_model(built_model, v8):
@@ -363,13 +372,13 @@ def test_yolo_float16_variant(built_model):
     ("nosuchmodel.yaml", ("neither a file nor an architecture",)),
 ])
 def test_yolo_rejects_non_detection_architectures(tmp_path, weights, needles):
-    proc = cli("yolo", "--weights", weights, "--out", str(tmp_path))
+    proc = converter_cli("yolo", "--weights", weights, "--out", str(tmp_path))
     assert_clean_error(proc.returncode, proc.stderr, *needles)
 
 
 @needs_weights
 def test_yolo_points_classic_yolov5_elsewhere(tmp_path):
-    proc = cli("yolo", "--weights", str(YOLOV5N_WEIGHTS), "--out", str(tmp_path))
+    proc = converter_cli("yolo", "--weights", str(YOLOV5N_WEIGHTS), "--out", str(tmp_path))
     assert_clean_error(proc.returncode, proc.stderr, "anchor-based", "python -m converters yolov5n")
 
 
