@@ -23,15 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .boxes import non_max_suppression
-from .limits import DEFAULT_MAX_DET
+from .limits import DEFAULT_IOU, DEFAULT_MAX_DET, DEFAULT_SCORE
 from .scores import softmax, top_k
 
 DETECT_FORMATS = ("nms", "yolo-raw")
 CLASSIFY_FORMATS = ("probabilities", "logits")
 NMS_KEYS = ("boxes", "scores", "classes", "valid_detections")
 DEFAULT_TOP_K = 5
-# Page defaults (templates/detect.html) unless the manifest's ``nms`` says otherwise.
-DEFAULT_SCORE, DEFAULT_IOU = 0.25, 0.45
 # detector.js shifts each class's boxes this far apart for per-class NMS in one call.
 CLASS_SHIFT = np.float32(4096)
 
@@ -45,7 +43,7 @@ class DetectOptions:
 
 
 def nms_defaults(manifest: dict) -> dict:
-    """score / iou / max_det: the manifest's ``nms`` values, else the page's defaults."""
+    """score / iou / max_det: the manifest's ``nms`` values, else the page's defaults (limits)."""
     nms = manifest.get("nms") or {}
     return {"score": float(nms.get("score", DEFAULT_SCORE)), "iou": float(nms.get("iou", DEFAULT_IOU)),
             "max_det": int(nms.get("max_det", DEFAULT_MAX_DET))}

@@ -4,11 +4,13 @@ from __future__ import annotations
 import re
 
 # Detections per request: the API accepts up to MAX_DET; the detect page's own input stops
-# at PAGE_MAX_DET (more boxes than that are unreadable on a frame). DEFAULT_MAX_DET when the
-# manifest names none.
+# at PAGE_MAX_DET (more boxes than that are unreadable on a frame). The defaults of the API
+# and the detect page when the manifest's ``nms`` names none.
 MAX_DET = 1000
 PAGE_MAX_DET = 300
 DEFAULT_MAX_DET = 100
+DEFAULT_SCORE = 0.25
+DEFAULT_IOU = 0.45
 # Hands per request (the hands API's max_det).
 MAX_HANDS = 10
 

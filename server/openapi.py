@@ -17,7 +17,7 @@ from pathlib import Path
 from functools import lru_cache
 
 from modelcontract import limits
-from modelcontract.decode import DEFAULT_IOU, DEFAULT_SCORE, DEFAULT_TOP_K, class_count, nms_defaults
+from modelcontract.decode import DEFAULT_TOP_K, class_count, nms_defaults
 from modelcontract.gesture import GESTURES
 from modelcontract.hands import DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS
 
@@ -236,8 +236,8 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                 "Models with NMS in the graph (yolov5n) have a fixed IoU and score floor: `iou` must be omitted "
                 "or equal the model's, scores below the floor never appear.",
                 [detectors,
-                 _param("score", score, f"minimum score (default: the manifest's, {DEFAULT_SCORE})"),
-                 _param("iou", iou, f"NMS IoU threshold (default: the manifest's, {DEFAULT_IOU}; the default "
+                 _param("score", score, f"minimum score (default: the manifest's, {limits.DEFAULT_SCORE})"),
+                 _param("iou", iou, f"NMS IoU threshold (default: the manifest's, {limits.DEFAULT_IOU}; the default "
                                     "model's own when it runs NMS in its graph)"),
                  _param("max_det", {"type": "integer", "minimum": 1, "maximum": limits.MAX_DET},
                         f"maximum detections (default {limits.DEFAULT_MAX_DET}; in-graph NMS caps it at its own "
