@@ -123,9 +123,8 @@ def packaged_weights() -> Path:
 
 def resolve_source(weights: str | None) -> sources.Source:
     if weights == "none":
-        return sources.Source(kind="random", sha256=f"random-seed{RANDOM_SEED}",
-                              extra={"init": f"He-normal convolutions, perturbed BatchNorms, seed {RANDOM_SEED}"},
-                              licence=sources.licence(sources.RANDOM_WEIGHTS))
+        return sources.random_weights("random", RANDOM_SEED,
+                                      init=f"He-normal convolutions, perturbed BatchNorms, seed {RANDOM_SEED}")
     if weights:
         source = sources.local_weights(weights, "PyTorch state dict", (".pth", ".pt"))
         load_state_dict(source.path)  # fail now, before any conversion work

@@ -59,9 +59,7 @@ WEIGHTS_FIX = (f"download {WEIGHTS_URL} elsewhere and pass --weights /path/to/{W
 
 def resolve_source(weights: str | None) -> sources.Source:
     if weights == "none":
-        return sources.Source(kind="random", sha256=f"random-seed{RANDOM_SEED}",
-                              extra={"init": f"tf_keras default initialisers, seed {RANDOM_SEED}"},
-                              licence=sources.licence(sources.RANDOM_WEIGHTS))
+        return sources.random_weights("random", RANDOM_SEED, init=f"tf_keras default initialisers, seed {RANDOM_SEED}")
     if weights:
         source = sources.local_weights(weights, "Keras weights", (".h5", ".keras"))
         _check_keras_file(source.path)

@@ -582,7 +582,8 @@ def library_vs_mediapipe(model_dir: Path, variant: str) -> dict:
     photos = end_to_end_photos()
     started = time.perf_counter()
     library = run_library(model_dir, variant, photos)
-    report = {"backend": "/".join(sorted({library[name]["backend"] for name in photos})), "reference": f"mediapipe {_version('mediapipe')} solutions.hands "
+    report = {"backend": "/".join(sorted({library[name]["backend"] for name in photos})),  # as the runs report it
+              "reference": f"mediapipe {_version('mediapipe')} solutions.hands "
               f"(static_image_mode, model_complexity={1 if variant == 'full' else 0})",
               "tolerance_mean_px": KEYPOINT_TOLERANCE_PX, "photos": {}}
     for name, image in photos.items():

@@ -44,6 +44,11 @@ def licence(name: str, url: str | None = None, **notes) -> dict:
     return {"name": name, "url": url, **notes}
 
 
+def random_weights(kind: str, seed: int, **extra) -> Source:
+    """The source of a --weights none build: a seeded initialisation, no file, no licence."""
+    return Source(kind=kind, sha256=f"random-seed{seed}", extra=extra, licence=licence(RANDOM_WEIGHTS))
+
+
 def user_licence(kind: str) -> dict:
     """Weights the user passed: their licence is whatever the user got them under."""
     return licence(UNKNOWN, None, note=f"{kind} {GIVEN_BY_USER}; its licence is not recorded in the file")

@@ -126,8 +126,7 @@ def _known_global(name: str) -> bool:
 
 def resolve_source(weights: str | None) -> sources.Source:
     if weights == "none":
-        return sources.Source(kind="yolov5n architecture, random init", sha256=f"random-seed{RANDOM_SEED}",
-                              extra={"nc": YOLOV5N_CFG["nc"]}, licence=sources.licence(sources.RANDOM_WEIGHTS))
+        return sources.random_weights("yolov5n architecture, random init", RANDOM_SEED, nc=YOLOV5N_CFG["nc"])
     if weights is None:
         source = sources.download(URL, "yolov5n.pt", KIND)
         source.licence = LICENCE
