@@ -94,8 +94,9 @@ class HandsRunner(Runner):
         handedness_score = float(outputs[LANDMARK_TFLITE["handedness"]].reshape(-1)[0])
         handedness = self.labels[0] if handedness_score >= 0.5 else self.labels[1]
         cfg = self.pipeline["landmarks"]
-        keypoints, world = project_landmarks(outputs[LANDMARK_TFLITE["landmarks"]].reshape(cfg["numLandmarks"], -1),
-                                             outputs[LANDMARK_TFLITE["world_landmarks"]].reshape(cfg["numLandmarks"], -1),
+        n = cfg["numLandmarks"]
+        keypoints, world = project_landmarks(outputs[LANDMARK_TFLITE["landmarks"]].reshape(n, -1),
+                                             outputs[LANDMARK_TFLITE["world_landmarks"]].reshape(n, -1),
                                              rect, padding, cfg, width, height)
         return {"handedness": handedness, "score": hand_score, "keypoints": keypoints, "world": world}
 
