@@ -5,23 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from modelcontract.scores import top_k
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import assert_clean_error, converter_cli
+from tests.helpers import read_manifest as manifest
 
 BUS_CLASSES = {"minibus", "school bus", "trolleybus", "passenger car", "tram"}
 SUIT_CLASSES = {"suit", "Windsor tie", "bow tie", "bolo tie"}
-
-
-def manifest(folder):
-    return json.loads((folder / "manifest.json").read_text())
 
 
 def run_tfjs_outputs(folder, x, extra_outputs=()):
@@ -38,22 +31,6 @@ def run_tfjs_outputs(folder, x, extra_outputs=()):
 def top5(probabilities, labels):
     p = np.asarray(probabilities).reshape(-1)
     return [(labels[i], float(p[i])) for i in top_k(p, 5)]
-
-
-def cli(*args, env=None, timeout=180):
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "converters", *args], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def assert_clean_error(proc, *needles):
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert lines[0].startswith("error: "), proc.stderr[-2000:]
-    assert any(line.startswith("  fix: ") for line in lines), proc.stderr[-2000:]
-    assert "Traceback" not in proc.stderr
-    for needle in needles:
-        assert needle in proc.stderr, (needle, proc.stderr[-2000:])
 
 
 # ------------------------------------------------------------------ EfficientNet-Lite0
@@ -136,14 +113,19 @@ def test_lite0_float16_meets_target(built_model, lite0_reference):
 
 
 def test_lite0_uint8_recorded_and_still_a_bus(built_model, lite0_reference):
+    from converters import parity as parity_module
     from converters.sources import imagenet_names
 
     folder = built_model("efficientnet-lite0", quantize="uint8")
     parity = manifest(folder)["parity"]
     assert parity["target_relative"] is None
-    assert isinstance(parity["tfjs"]["relative"], float)  # recorded, no target
     x, ref = lite0_reference
     got, _ = run_tfjs_outputs(folder, x)
+    # No target, figures recorded: the record is what this run measures again (bus.jpg against
+    # PyTorch), and 8-bit weights move the probabilities beyond the float16 target.
+    measured = parity_module.compare(ref, got)["relative"]
+    assert parity["tfjs"]["relative"] == pytest.approx(measured, rel=1e-3)
+    assert parity_module.TARGETS["float16"] < measured < 1, measured
     labels = imagenet_names()
     assert top5(got, labels)[0][0] == top5(ref, labels)[0][0]
     assert top5(got, labels)[0][0] in BUS_CLASSES
@@ -219,12 +201,12 @@ def test_effv2_accepts_keras_weight_files(tmp_path, writer):
 def test_cli_effv2_rejects_wrong_file(tmp_path):
     bogus = tmp_path / "weights.h5"
     bogus.write_bytes(b"not an hdf5 file at all")
-    assert_clean_error(cli("efficientnetv2-b0", "--weights", str(bogus), "--out", str(tmp_path)),
-                       "expected Keras EfficientNetV2-B0 weights")
+    proc = converter_cli("efficientnetv2-b0", "--weights", str(bogus), "--out", str(tmp_path))
+    assert_clean_error(proc.returncode, proc.stderr, "expected Keras EfficientNetV2-B0 weights")
     wrong_kind = tmp_path / "lite.pth"
     wrong_kind.write_bytes(b"x")
-    assert_clean_error(cli("efficientnetv2-b0", "--weights", str(wrong_kind), "--out", str(tmp_path)),
-                       "expected .h5/.keras")
+    proc = converter_cli("efficientnetv2-b0", "--weights", str(wrong_kind), "--out", str(tmp_path))
+    assert_clean_error(proc.returncode, proc.stderr, "expected .h5/.keras")
     assert not any(tmp_path.glob("efficientnetv2-b0*"))
 
 
@@ -233,12 +215,13 @@ def test_cli_lite0_rejects_wrong_state_dict(tmp_path):
 
     other = tmp_path / "other.pth"
     torch.save({"conv.weight": torch.zeros(8, 3, 3, 3)}, other)
-    assert_clean_error(cli("efficientnet-lite0", "--weights", str(other), "--out", str(tmp_path)),
-                       "does not match EfficientNet-Lite0", "expected a PyTorch state dict of EfficientNet-Lite0")
+    proc = converter_cli("efficientnet-lite0", "--weights", str(other), "--out", str(tmp_path))
+    assert_clean_error(proc.returncode, proc.stderr, "does not match EfficientNet-Lite0",
+                       "expected a PyTorch state dict of EfficientNet-Lite0")
     garbage = tmp_path / "garbage.pth"
     garbage.write_bytes(os.urandom(256))
-    assert_clean_error(cli("efficientnet-lite0", "--weights", str(garbage), "--out", str(tmp_path)),
-                       "could not be read as a PyTorch state dict")
+    proc = converter_cli("efficientnet-lite0", "--weights", str(garbage), "--out", str(tmp_path))
+    assert_clean_error(proc.returncode, proc.stderr, "could not be read as a PyTorch state dict")
     assert not any(tmp_path.glob("efficientnet-lite0*"))
 
 
@@ -246,6 +229,6 @@ def test_cli_effv2_offline_default_weights_says_use_weights(tmp_path):
     """No cached weights and no network (forced: every HTTPS request goes to a closed local port)."""
     env = {"HOME": str(tmp_path / "home"), "DATARAILROAD_CACHE": str(tmp_path / "cache"),
            "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "no_proxy": "", "NO_PROXY": ""}
-    proc = cli("efficientnetv2-b0", "--out", str(tmp_path / "models"), env=env, timeout=120)
-    assert_clean_error(proc, "--weights", "efficientnetv2-b0.h5")
+    proc = converter_cli("efficientnetv2-b0", "--out", str(tmp_path / "models"), env=env, timeout=120)
+    assert_clean_error(proc.returncode, proc.stderr, "--weights", "efficientnetv2-b0.h5")
     assert not (tmp_path / "models" / "efficientnetv2-b0").exists()
