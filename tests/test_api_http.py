@@ -70,13 +70,18 @@ def page_classify(folder, image, k=5):
     return top_classes(next(iter(run["outputs"].values())).reshape(-1), manifest["labels"], k)
 
 
+def page_and_api(client, api_models, model_id, endpoint, page, photo):
+    """(what the page shows, what the API answers) for one photo and model."""
+    data = photo_bytes(photo)
+    expected = page(need(api_models, model_id), decoded(data))
+    got = post(client, endpoint, data, query=f"?model={model_id}").get_json()
+    assert got["model"] == model_id
+    return expected, got
+
+
 @pytest.mark.parametrize("photo", PHOTOS)
 def test_detect_equals_the_page(client, api_models, photo):
-    folder = need(api_models, "yolov5n")
-    data = photo_bytes(photo)
-    expected = page_detect(folder, decoded(data))
-    got = post(client, "detect", data, query="?model=yolov5n").get_json()
-    assert got["model"] == "yolov5n"
+    expected, got = page_and_api(client, api_models, "yolov5n", "detect", page_detect, photo)
     assert [d["class_id"] for d in got["detections"]] == [d["class_id"] for d in expected]
     assert [d["label"] for d in got["detections"]] == [d["label"] for d in expected]
     assert len(expected) >= 3  # real detections, not an empty match
@@ -88,10 +93,7 @@ def test_detect_equals_the_page(client, api_models, photo):
 
 @pytest.mark.parametrize("photo", PHOTOS)
 def test_classify_equals_the_page(client, api_models, photo):
-    folder = need(api_models, "efficientnet-lite0")
-    data = photo_bytes(photo)
-    expected = page_classify(folder, decoded(data))
-    got = post(client, "classify", data, query="?model=efficientnet-lite0").get_json()
+    expected, got = page_and_api(client, api_models, "efficientnet-lite0", "classify", page_classify, photo)
     assert [t["class_id"] for t in got["top"]] == [t["class_id"] for t in expected]
     assert [t["label"] for t in got["top"]] == [t["label"] for t in expected]
     for g, e in zip(got["top"], expected):

@@ -4,18 +4,10 @@ crop's transform, palm -> hand ROI and ROI association, on the handpose manifest
 configuration."""
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 
-from tests.helpers import ROOT
-
-PIPELINE_JS = ROOT / "static" / "js" / "handpipeline.js"
-
-pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+from tests.helpers import JS, js_url, run_node
 
 RUNNER = """
 import * as hp from %s;
@@ -53,11 +45,8 @@ def test_pipeline_steps_match_the_server_port():
     rects = [{"xCenter": 0.5, "yCenter": 0.5, "width": 0.2, "height": 0.3, "rotation": 0.1},
              {"xCenter": 0.52, "yCenter": 0.51, "width": 0.2, "height": 0.3, "rotation": 0.0},   # replaces the first
              {"xCenter": 0.8, "yCenter": 0.3, "width": 0.1, "height": 0.1, "rotation": 0.0}]
-    script = RUNNER % json.dumps(PIPELINE_JS.as_uri())
-    proc = subprocess.run(["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60,
-                          input=json.dumps({"manifest": manifest, "palm": palm, "size": size, "rects": rects}))
-    assert proc.returncode == 0, proc.stderr
-    js = json.loads(proc.stdout)
+    js = run_node(RUNNER % js_url(JS / "handpipeline.js"),
+                  {"manifest": manifest, "palm": palm, "size": size, "rects": rects}, timeout=60)
 
     anchors = ssd_anchors(manifest["anchors"])
     assert anchors.shape == (2016, 4)
