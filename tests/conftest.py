@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.helpers import YOLOV5N_WEIGHTS, launch  # noqa: E402
+from tests.helpers import YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, photo_rgb, write_y4m  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -73,6 +73,20 @@ def pw():
 
     with sync_playwright() as p:
         yield p
+
+
+@pytest.fixture(scope="session")
+def bus_camera(tmp_path_factory) -> Path:
+    """bus.jpg letterboxed into a 640x480 y4m, what Chromium's fake camera plays."""
+    return write_y4m(tmp_path_factory.mktemp("cam") / "bus.y4m", letterbox_rgb(photo_rgb("bus.jpg")))
+
+
+@pytest.fixture(scope="module")
+def camera_browser(pw, bus_camera):
+    """Chromium whose fake camera shows bus.jpg, one per test module."""
+    b = launch(pw, fake_camera_flags(bus_camera))
+    yield b
+    b.close()
 
 
 @pytest.fixture(scope="module")

@@ -345,6 +345,15 @@ def live_server(app):
         thread.join(timeout=5)
 
 
+@contextmanager
+def serving(models: Path):
+    """The app on the models folder ``models`` (TESTING), served by live_server; yields the base URL."""
+    from server import create_app
+
+    with live_server(create_app({"MODELS_DIR": models, "TESTING": True})) as url:
+        yield url
+
+
 def child_pids(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -363,15 +372,19 @@ class Gunicorn:
     127.0.0.1 (a free port unless given), the models from ``models``; returns once /healthz
     answers 200 with every worker up. ``env`` is added to this process's environment, or is
     the whole environment with ``clean_env`` (a slim venv's gunicorn given as ``program``);
-    ``log`` names a file under test-artifacts/ for gunicorn's output."""
+    ``log`` names a file under test-artifacts/ for gunicorn's output; ``ca``: it serves HTTPS
+    (``env`` turns that on) with a certificate this CA file vouches for."""
 
     def __init__(self, models: Path, workers: int = 1, env: dict | None = None, port: int | None = None,
                  program: Path | None = None, clean_env: bool = False, log: str | None = None,
-                 start_timeout: float = 60):
-        self.port = port or free_port()
+                 ca: Path | None = None, start_timeout: float = 60):
+        self.port, self.ca = port or free_port(), ca
         # gunicorn's own output: to the named log, else to an unnamed temporary file (a pipe
         # nobody reads would fill and block the server), read back when it fails to start.
-        self.log = open(ARTIFACTS / log, "w+") if log and ARTIFACTS.is_dir() else tempfile.TemporaryFile("w+")
+        self.log_path = ARTIFACTS / log if log else None
+        if self.log_path:
+            ARTIFACTS.mkdir(exist_ok=True)
+        self.log = open(self.log_path, "w+") if self.log_path else tempfile.TemporaryFile("w+")
         base = {"PATH": os.environ["PATH"]} if clean_env else dict(os.environ)
         program = program or Path(sys.executable).parent / "gunicorn"
         self.proc = subprocess.Popen(
@@ -393,17 +406,28 @@ class Gunicorn:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.ca else 'http'}://127.0.0.1:{self.port}"
+
+    def client_context(self):
+        import ssl
+
+        return ssl.create_default_context(cafile=str(self.ca))
+
+    def connection(self, host: str = "127.0.0.1", timeout: float = 60) -> http.client.HTTPConnection:
+        if self.ca:
+            return http.client.HTTPSConnection(host, self.port, context=self.client_context(), timeout=timeout)
+        return http.client.HTTPConnection(host, self.port, timeout=timeout)
 
     def workers(self) -> list[int]:
         return child_pids(self.proc.pid)
 
     def request(self, method: str, path: str, body=None, headers=None, timeout: float = 60,
-                conn: http.client.HTTPConnection | None = None):
-        """(status, content type, body). On a given keep-alive ``conn``, a request the server
-        closed while idle (DATARAILROAD_IDLE_TIMEOUT) is sent once more."""
+                conn: http.client.HTTPConnection | None = None, host: str = "127.0.0.1"):
+        """(status, content type, body), to ``host`` (a name for 127.0.0.1 the certificate may
+        or may not cover). On a given keep-alive ``conn``, a request the server closed while
+        idle (DATARAILROAD_IDLE_TIMEOUT) is sent once more."""
         own = conn is None
-        conn = conn or http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        conn = conn or self.connection(host, timeout)
         try:
             for attempt in (0, 1):
                 try:

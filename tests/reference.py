@@ -2,7 +2,6 @@
 same weights as the TF.js files) on the same preprocessed input."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,10 +9,7 @@ import numpy as np
 from converters.tflite import run_tflite
 from modelcontract.decode import DetectOptions, decode_nms, nms_defaults
 from modelcontract.geometry import prepare
-
-
-def manifest(model_dir: Path) -> dict:
-    return json.loads((Path(model_dir) / "manifest.json").read_text())
+from tests.helpers import read_manifest as manifest
 
 
 def detect(model_dir: Path, rgb: np.ndarray) -> list[dict]:
@@ -33,10 +29,3 @@ def classify(model_dir: Path, rgb: np.ndarray) -> np.ndarray:
     x, _ = prepare(rgb, m["input"])
     out = run_tflite(Path(model_dir) / m["server"]["model"], {m["input"]["name"]: x})
     return np.asarray(next(iter(out.values())))[0]
-
-
-def decode_jpeg_like_browser(path: Path) -> np.ndarray:
-    from PIL import Image, ImageOps
-
-    with Image.open(path) as im:
-        return np.asarray(ImageOps.exif_transpose(im).convert("RGB"))

@@ -10,7 +10,7 @@ import pytest
 from converters.sources import photo_path
 from modelcontract.scores import top_k
 from tests import reference
-from tests.helpers import CHROMIUM, drop_files, live_server, open_page, screenshot
+from tests.helpers import CHROMIUM, drop_files, open_page, photo_rgb, read_manifest, screenshot, serving
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -24,10 +24,7 @@ def models(built_model):
 
 @pytest.fixture(scope="module")
 def base_url(models):
-    from server import create_app
-
-    app = create_app({"MODELS_DIR": models["lite0"].parent, "TESTING": True})
-    with live_server(app) as url:
+    with serving(models["lite0"].parent) as url:
         yield url
 
 
@@ -66,7 +63,7 @@ def test_lite0_top5_equals_python_reference(browser, base_url, models):
     context.close()
 
     for name in ("bus.jpg", "zidane.jpg"):
-        probs = reference.classify(models["lite0"], reference.decode_jpeg_like_browser(photo_path(name)))
+        probs = reference.classify(models["lite0"], photo_rgb(name))
         expected = top_k(probs, 5)
         top = found[name]["top"]
         assert [t["class_id"] for t in top] == list(expected), name
@@ -84,9 +81,9 @@ def test_v2_random_weights_follow_the_manifest_preprocessing(browser, base_url, 
     top = cards(page)[0]["top"]
     context.close()
 
-    rgb = reference.decode_jpeg_like_browser(photo_path("bus.jpg"))
+    rgb = photo_rgb("bus.jpg")
     right = reference.classify(models["v2"], rgb)
-    m = reference.manifest(models["v2"])
+    m = read_manifest(models["v2"])
     assert m["input"]["range"] == [0, 255] or m["input"]["range"] == [0.0, 255.0]
     wrong_spec = dict(m["input"], scale=1 / 255)
     from modelcontract.geometry import prepare

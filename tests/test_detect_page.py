@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from modelcontract.boxes import box_iou
-from converters.sources import load_photo, photo_path
+from converters.sources import photo_path
 from tests import reference
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, live_server,
-                           open_page, read_y4m_rgb, screenshot, write_y4m)
+from tests.helpers import CHROMIUM, YOLOV5N_WEIGHTS, launch, open_page, photo_rgb, read_y4m_rgb, screenshot, serving
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
@@ -26,24 +25,8 @@ def yolov5n(built_model):
 
 @pytest.fixture(scope="module")
 def base_url(yolov5n):
-    from server import create_app
-
-    app = create_app({"MODELS_DIR": yolov5n.parent, "TESTING": True})
-    with live_server(app) as url:
+    with serving(yolov5n.parent) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def bus_camera(tmp_path_factory):
-    y4m = write_y4m(tmp_path_factory.mktemp("cam") / "bus.y4m", letterbox_rgb(load_photo("bus.jpg")))
-    return y4m
-
-
-@pytest.fixture(scope="module")
-def camera_browser(pw, bus_camera):
-    browser = launch(pw, fake_camera_flags(bus_camera))
-    yield browser
-    browser.close()
 
 
 def page_detections(page):
@@ -102,7 +85,7 @@ def test_image_upload_zidane_boxes_within_2px(camera_browser, base_url, yolov5n)
 
     persons = [d for d in found if d["label"] == "person"]
     assert len(persons) == 2
-    expected = reference.detect(yolov5n, reference.decode_jpeg_like_browser(photo_path("zidane.jpg")))
+    expected = reference.detect(yolov5n, photo_rgb("zidane.jpg"))
     ref_persons = [d for d in expected if d["label"] == "person"]
     for d in persons:
         nearest = min(ref_persons, key=lambda e: np.abs(np.subtract(e["box"], d["box"])).max())

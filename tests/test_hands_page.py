@@ -14,8 +14,8 @@ import pytest
 
 from modelcontract.hands import SWAP
 from tests.helpers import (ARTIFACTS, CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
-                           live_server, mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb,
-                           screenshot, write_y4m)
+                           mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb, screenshot,
+                           serving, write_y4m)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -31,10 +31,7 @@ def handpose(built_model):
 
 @pytest.fixture(scope="module")
 def base_url(handpose):
-    from server import create_app
-
-    app = create_app({"MODELS_DIR": handpose.parent, "TESTING": True})
-    with live_server(app) as url:
+    with serving(handpose.parent) as url:
         yield url
 
 

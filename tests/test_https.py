@@ -10,14 +10,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import hashlib
-import http.client
 import json
 import os
 import socket
 import ssl
 import stat
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -30,7 +27,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from converters.sources import load_photo
 from server import certs
-from tests.helpers import (CHROMIUM, ROOT, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, open_page,
+from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, Gunicorn, fake_camera_flags, launch, letterbox_rgb, open_page,
                            screenshot, write_y4m)
 
 HTTPS_PORT, HTTP_PORT = 8450, 8451
@@ -181,58 +178,22 @@ def test_ca_route_only_over_https_when_https_is_on(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------------------- gunicorn
 
-class HttpsGunicorn:
+class HttpsGunicorn(Gunicorn):
     """gunicorn.conf.py as `make run HTTPS=1` starts it, one worker, on a loopback port."""
 
     def __init__(self, models_dir: Path, certs_dir: Path, port: int):
-        self.port, self.certs_dir = port, certs_dir
-        self.log_path = ROOT / "test-artifacts" / "https_gunicorn.log"
-        self.log_path.parent.mkdir(exist_ok=True)
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", "--workers", "1",
-             "server:create_app()"],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**os.environ, "DATARAILROAD_HTTPS": "1", "DATARAILROAD_CERTS": str(certs_dir),
-                 "DATARAILROAD_HOST": "127.0.0.1", "DATARAILROAD_PORT": str(port),
-                 "DATARAILROAD_MODELS": str(models_dir), "DATARAILROAD_IDLE_TIMEOUT": str(IDLE)})
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited: {self.log_path.read_text()[-2000:]}")
-            try:
-                if self.get("/healthz")[0] == 200:
-                    return
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("gunicorn did not start")
-
-    def client_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.certs_dir / "ca.crt"))
+        self.certs_dir = certs_dir
+        super().__init__(models_dir, 1, port=port, ca=certs_dir / "ca.crt", log="https_gunicorn.log",
+                         env={"DATARAILROAD_HTTPS": "1", "DATARAILROAD_CERTS": str(certs_dir),
+                              "DATARAILROAD_HOST": "127.0.0.1", "DATARAILROAD_PORT": str(port),
+                              "DATARAILROAD_IDLE_TIMEOUT": str(IDLE)})
 
     def get(self, path: str, host: str = "127.0.0.1"):
-        conn = http.client.HTTPSConnection(host, self.port, context=self.client_context(), timeout=30)
-        try:
-            conn.request("GET", path)
-            answer = conn.getresponse()
-            return answer.status, answer.getheader("Content-Type"), answer.read()
-        finally:
-            conn.close()
+        return self.request("GET", path, timeout=30, host=host)
 
     def tls_socket(self) -> ssl.SSLSocket:
         raw = socket.create_connection(("127.0.0.1", self.port), timeout=30)
         return self.client_context().wrap_socket(raw, server_hostname="127.0.0.1")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from modelcontract.boxes import box_iou
-from converters.sources import load_photo, photo_path
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, live_server,
-                           open_page, screenshot, write_y4m)
+from converters.sources import photo_path
+from tests.helpers import CHROMIUM, YOLOV5N_WEIGHTS, open_page, screenshot, serving
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
@@ -28,19 +27,8 @@ def models(built_model):
 
 @pytest.fixture(scope="module")
 def base_url(models):
-    from server import create_app
-
-    app = create_app({"MODELS_DIR": models["yolov5n"].parent, "TESTING": True})
-    with live_server(app) as url:
+    with serving(models["yolov5n"].parent) as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def camera_browser(pw, tmp_path_factory):
-    y4m = write_y4m(tmp_path_factory.mktemp("cam") / "bus.y4m", letterbox_rgb(load_photo("bus.jpg")))
-    browser = launch(pw, fake_camera_flags(y4m))
-    yield browser
-    browser.close()
 
 
 # The same decoded photo through the page's own preprocessing, then the TF.js graph (on the

@@ -19,8 +19,7 @@ import time
 import pytest
 from werkzeug.serving import make_server
 
-from tests.helpers import (CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, open_page, photo_file,
-                           photo_rgb, screenshot, write_y4m)
+from tests.helpers import CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, open_page, photo_file, screenshot
 
 browser_only = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
@@ -194,14 +193,6 @@ def test_installable_manifest_and_worker(pw, serve, tmp_path):
             "/vendor/tfjs/tf.es2017.min.js", "/vendor/litertjs/core/index.js"} <= urls, urls
     assert len([u for u in urls if u.startswith("/vendor/litertjs/") and u.endswith(".wasm")]) <= 1, urls
     assert log.console_errors == [] and log.outside_requests == [] and log.failed_requests == []
-
-
-@pytest.fixture(scope="module")
-def camera_browser(pw, tmp_path_factory):
-    y4m = write_y4m(tmp_path_factory.mktemp("cam") / "bus.y4m", letterbox_rgb(photo_rgb("bus.jpg")))
-    browser = launch(pw, fake_camera_flags(y4m))
-    yield browser
-    browser.close()
 
 
 @browser_only

@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.helpers import CHROMIUM, live_server, open_page, screenshot
+from tests.helpers import CHROMIUM, open_page, screenshot, serving
 from tests.fixtures.manifests import minimal
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
@@ -51,10 +51,7 @@ def tiny_classifier(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def base_url(tiny_classifier):
-    from server import create_app
-
-    app = create_app({"MODELS_DIR": tiny_classifier, "TESTING": True})
-    with live_server(app) as url:
+    with serving(tiny_classifier) as url:
         yield url
 
 
