@@ -529,6 +529,30 @@ def open_page(context, url: str):
     return page, log
 
 
+def open_ready(browser, url: str, timeout: float = 300_000):
+    """A new context and page at ``url`` (open_page), once the page's model has loaded;
+    (context, page, log)."""
+    context = browser.new_context()
+    page, log = open_page(context, url)
+    page.wait_for_selector("#model-status[data-state='ready']", timeout=timeout)
+    return context, page, log
+
+
+def wait_frames(page, n: int, timeout: float = 300_000):
+    """Until the page has shown n frames (its results' data-frame counter)."""
+    # A function, not an expression: Playwright evals expressions, which our CSP forbids.
+    page.wait_for_function("n => +(document.getElementById('results').dataset.frame || 0) >= n",
+                           arg=n, timeout=timeout)
+
+
+def page_detections(page) -> list[dict]:
+    """The detections the detect page lists: class_id, label, score, box (source pixels)."""
+    return page.eval_on_selector_all(
+        "#results li",
+        "items => items.map(li => ({class_id: +li.dataset.classId, label: li.dataset.label,"
+        " score: +li.dataset.score, box: li.dataset.box.split(',').map(Number)}))")
+
+
 def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

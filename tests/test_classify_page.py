@@ -10,7 +10,7 @@ import pytest
 from converters.sources import photo_path
 from modelcontract.scores import top_k
 from tests import reference
-from tests.helpers import CHROMIUM, drop_files, open_page, photo_rgb, read_manifest, screenshot, serving
+from tests.helpers import CHROMIUM, drop_files, open_page, open_ready, photo_rgb, read_manifest, screenshot, serving
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -131,9 +131,7 @@ def test_ten_images_in_one_drop_and_bad_files(browser, base_url, tmp_path):
 def test_server_backend_gives_the_same_top5_as_the_browser(browser, base_url):
     results = {}
     for backend in ("wasm", "server"):
-        context = browser.new_context()
-        page, log = open_page(context, f"{base_url}/classify?backend={backend}")
-        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        context, page, log = open_ready(browser, f"{base_url}/classify?backend={backend}")
         page.set_input_files("#image-files", [str(photo_path("bus.jpg")), str(photo_path("zidane.jpg"))])
         wait_done(page, 2)
         results[backend] = {c["file"]: c["top"] for c in cards(page)}

@@ -10,7 +10,8 @@ import pytest
 from modelcontract.boxes import box_iou
 from converters.sources import photo_path
 from tests import reference
-from tests.helpers import CHROMIUM, YOLOV5N_WEIGHTS, launch, open_page, photo_rgb, read_y4m_rgb, screenshot, serving
+from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, launch, open_page, open_ready, page_detections, photo_rgb,
+                           read_y4m_rgb, screenshot, serving, wait_frames)
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
@@ -27,19 +28,6 @@ def yolov5n(built_model):
 def base_url(yolov5n):
     with serving(yolov5n.parent) as url:
         yield url
-
-
-def page_detections(page):
-    return page.eval_on_selector_all(
-        "#results li",
-        "items => items.map(li => ({class_id: +li.dataset.classId, label: li.dataset.label,"
-        " score: +li.dataset.score, box: li.dataset.box.split(',').map(Number)}))")
-
-
-def wait_frames(page, n, timeout=300_000):
-    # A function, not an expression: Playwright evals expressions, which our CSP forbids.
-    page.wait_for_function("n => +(document.getElementById('results').dataset.frame || 0) >= n",
-                           arg=n, timeout=timeout)
 
 
 def assert_matches_reference(found, expected, min_iou):
@@ -162,9 +150,7 @@ def test_no_wasm_no_webgl_falls_back_to_the_server(camera_browser, base_url, yol
 def test_server_backend_gives_the_same_boxes_as_the_browser(camera_browser, base_url):
     found = {}
     for backend in ("wasm", "server"):
-        context = camera_browser.new_context()
-        page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend={backend}&camera=0")
-        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        context, page, log = open_ready(camera_browser, f"{base_url}/detect?model=yolov5n&backend={backend}&camera=0")
         page.set_input_files("#image-file", str(photo_path("zidane.jpg")))
         wait_frames(page, 1)
         found[backend] = page_detections(page)

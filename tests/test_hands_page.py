@@ -15,7 +15,7 @@ import pytest
 from modelcontract.hands import SWAP
 from tests.helpers import (ARTIFACTS, CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
                            mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb, screenshot,
-                           serving, write_y4m)
+                           serving, wait_frames, write_y4m)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -63,12 +63,6 @@ def open_hands(browser, base_url, query):
 
 def frame(page) -> int:
     return page.evaluate("() => +(document.getElementById('results').dataset.frame || 0)")
-
-
-def wait_frames(page, n, timeout=300_000):
-    # A function, not an expression: Playwright evals expressions, which our CSP forbids.
-    page.wait_for_function("n => +(document.getElementById('results').dataset.frame || 0) >= n",
-                           arg=n, timeout=timeout)
 
 
 def page_hands(page) -> list[dict]:

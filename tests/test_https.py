@@ -28,7 +28,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from converters.sources import load_photo
 from server import certs
 from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, Gunicorn, fake_camera_flags, launch, letterbox_rgb, open_page,
-                           screenshot, write_y4m)
+                           screenshot, wait_frames, write_y4m)
 
 HTTPS_PORT, HTTP_PORT = 8450, 8451
 IDLE = 3.0
@@ -290,8 +290,7 @@ def test_camera_works_on_https_with_the_certificate_pinned(pw, https_server, tmp
         page, log = open_page(context, f"https://127.0.0.1:{https_server.port}/detect?model=yolov5n&backend=wasm")
         assert page.evaluate("() => window.isSecureContext") is True
         page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
-        page.wait_for_function("() => +(document.getElementById('results').dataset.frame || 0) >= 2",
-                               timeout=300_000)
+        wait_frames(page, 2)
         labels = detections(page)
         assert page.is_hidden("#camera-message")
         screenshot(page, "https_detect_camera")

@@ -11,7 +11,8 @@ import pytest
 
 from modelcontract.boxes import box_iou
 from converters.sources import photo_path
-from tests.helpers import CHROMIUM, YOLOV5N_WEIGHTS, open_page, screenshot, serving
+from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, open_page, open_ready, page_detections, screenshot, serving,
+                           wait_frames)
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
@@ -106,22 +107,8 @@ def test_index_reports_litert_with_its_features(browser, base_url):
     assert log.outside_requests == [] and log.console_errors == []
 
 
-def page_detections(page):
-    return page.eval_on_selector_all(
-        "#results li", "items => items.map(li => ({class_id: +li.dataset.classId, score: +li.dataset.score,"
-                       " box: li.dataset.box.split(',').map(Number)}))")
-
-
-def wait_frames(page, n, timeout=300_000):
-    page.wait_for_function("n => +(document.getElementById('results').dataset.frame || 0) >= n",
-                           arg=n, timeout=timeout)
-
-
 def open_detect(browser, base_url, backend, query=""):
-    context = browser.new_context()
-    page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend={backend}{query}")
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
-    return context, page, log
+    return open_ready(browser, f"{base_url}/detect?model=yolov5n&backend={backend}{query}")
 
 
 def assert_same_detections(found, expected, min_iou=0.99):
@@ -185,9 +172,7 @@ def test_300_live_frames_and_switches_keep_litert_memory_flat(camera_browser, ba
 def test_classify_top5_same_as_tfjs(browser, base_url):
     found = {}
     for backend in ("wasm", "litert-wasm"):
-        context = browser.new_context()
-        page, log = open_page(context, f"{base_url}/classify?model=efficientnet-lite0&backend={backend}")
-        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        context, page, log = open_ready(browser, f"{base_url}/classify?model=efficientnet-lite0&backend={backend}")
         assert page.get_attribute("body", "data-backend") == backend
         page.set_input_files("#image-files", [str(photo_path("bus.jpg")), str(photo_path("zidane.jpg"))])
         page.wait_for_function("() => +(document.getElementById('cards').dataset.done || 0) >= 2", timeout=300_000)

@@ -12,8 +12,8 @@ import pytest
 
 from server import cards
 from tests import reference
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, live_server, open_page,
-                           photo_bytes, photo_rgb, read_manifest, read_y4m_rgb, screenshot, write_y4m)
+from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, live_server, open_page, open_ready, page_detections, photo_bytes,
+                           photo_rgb, read_manifest, read_y4m_rgb, screenshot, wait_frames)
 
 needs_weights = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
@@ -144,24 +144,6 @@ def base_url(app):
         yield url
 
 
-@pytest.fixture(scope="module")
-def bus_camera(tmp_path_factory):
-    return write_y4m(tmp_path_factory.mktemp("cam") / "bus.y4m", letterbox_rgb(photo_rgb("bus.jpg")))
-
-
-@pytest.fixture(scope="module")
-def camera_browser(pw, bus_camera):
-    browser = launch(pw, fake_camera_flags(bus_camera))
-    yield browser
-    browser.close()
-
-
-def page_detections(page):
-    return page.eval_on_selector_all(
-        "#results li", "items => items.map(li => ({class_id: +li.dataset.classId, label: li.dataset.label,"
-                       " score: +li.dataset.score}))")
-
-
 @needs_chromium
 @needs_weights
 def test_detect_page_card_shows_sha256_prefix_and_parity_and_follows_the_picker(camera_browser, base_url, yolov5n):
@@ -195,10 +177,8 @@ def test_detect_page_card_shows_sha256_prefix_and_parity_and_follows_the_picker(
 @needs_weights
 def test_320_model_finds_the_bus_and_the_persons_through_the_fake_camera(camera_browser, base_url, bus_camera,
                                                                          yolov5n_320):
-    context = camera_browser.new_context()
-    page, log = open_page(context, f"{base_url}/detect?model=yolov5n-320&backend=wasm")
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
-    page.wait_for_function("() => +(document.getElementById('results').dataset.frame || 0) >= 2", timeout=300_000)
+    context, page, log = open_ready(camera_browser, f"{base_url}/detect?model=yolov5n-320&backend=wasm")
+    wait_frames(page, 2)
     found = page_detections(page)
     screenshot(page, "detect_320_camera_bus")
     context.close()

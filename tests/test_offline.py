@@ -19,7 +19,7 @@ import time
 import pytest
 from werkzeug.serving import make_server
 
-from tests.helpers import CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, open_page, photo_file, screenshot
+from tests.helpers import CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, open_page, photo_file, screenshot, wait_frames
 
 browser_only = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
@@ -210,7 +210,7 @@ def test_detect_runs_offline_on_camera_and_image_after_one_visit(camera_browser,
     go_offline(context, server)
     page.reload()
     page.wait_for_selector(READY, timeout=300_000)
-    page.wait_for_function("() => +(document.getElementById('results').dataset.frame || 0) >= 2", timeout=120_000)
+    wait_frames(page, 2, timeout=120_000)
     camera = detections(page)
     state = page.evaluate("""() => ({isolated: crossOriginIsolated, online: navigator.onLine,
         controlled: !!navigator.serviceWorker.controller, backend: document.body.dataset.backend,
