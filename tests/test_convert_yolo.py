@@ -305,7 +305,15 @@ def pytorch_random_yolo(architecture: str):
     it from an architecture yaml: seeded weights, class prior zeroed, batch norm calibrated on
     zidane.jpg at 640 (converters/ultralytics_yolo.py)."""
     import torch
+    from PIL import Image
+
+    pillow_open = Image.open
     from ultralytics import YOLO
+
+    # Importing ultralytics replaces PIL.Image.open, for the whole process, with a wrapper that
+    # tries to pip-install a HEIF plugin whenever a file fails to open: later tests in this
+    # process would see its ModuleNotFoundError instead of Pillow's own errors (the server's 413/415).
+    Image.open = pillow_open
 
     from converters import sources, ultralytics_yolo
     from modelcontract.geometry import prepare
