@@ -5,7 +5,6 @@ with LiteRT.js (README, "LiteRT.js backends"). Same weights as the TF.js files.
 """
 from __future__ import annotations
 
-import statistics
 import time
 from pathlib import Path
 
@@ -58,9 +57,9 @@ def run_tflite(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray
     return _caller(interpreter(model_path), inputs)()
 
 
-def median_ms(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray], threads: int,
-              runs: int, warmup: int = 2) -> float:
-    """Median wall time of one call (inputs in, outputs out), after ``warmup`` calls."""
+def call_ms(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray], threads: int,
+            runs: int, warmup: int = 2) -> list[float]:
+    """Wall time of each of ``runs`` calls (inputs in, outputs out), after ``warmup`` calls."""
     call = _caller(interpreter(model_path, threads), inputs)
     for _ in range(warmup):
         call()
@@ -69,4 +68,4 @@ def median_ms(model_path: Path, inputs: dict[str, np.ndarray] | list[np.ndarray]
         started = time.perf_counter()
         call()
         times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+    return times

@@ -108,7 +108,7 @@ def parity_of(manifest: dict) -> dict | None:
 
 
 def speed_of(manifest: dict) -> dict | None:
-    """Median native inference time measured at build (``speed``), if the build measured it."""
+    """Native inference time measured at build (``speed``: the fastest of its runs), if the build measured it."""
     speed = manifest.get("speed") or {}
     if not isinstance(speed.get("ms"), (int, float)):
         return None

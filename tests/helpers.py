@@ -227,6 +227,22 @@ def truncate(path: Path) -> int:
     return len(data) // 2
 
 
+def assert_speed_measured(folder: Path, factor: float = 4) -> None:
+    """The manifest's ``speed`` is this file's native LiteRT time in ms: within ``factor`` of
+    the fastest of a few runs of it now (a constant, a unit slip or another file's figure
+    fails; load between the two measurements does not), and no slower than its median."""
+    from converters import tflite
+
+    m = read_manifest(folder)
+    speed = m["speed"]
+    assert speed["runtime"] == "litert" and speed["threads"] == 2 and speed["runs"] >= 5
+    assert 0 < speed["ms"] <= speed["median_ms"]
+    path = folder / m["server"]["model"]
+    zeros = [np.zeros(d["shape"], d["dtype"]) for d in tflite.interpreter(path, 1).get_input_details()]
+    now = min(tflite.call_ms(path, zeros, threads=speed["threads"], runs=5))
+    assert now / factor < speed["ms"] < now * factor, (speed, now)
+
+
 def need(models: dict, model_id: str) -> Path:
     """The folder of a model the session could build, else skip."""
     if model_id not in models:
