@@ -19,12 +19,14 @@ import time
 import pytest
 from werkzeug.serving import make_server
 
-from tests.helpers import CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, open_page, photo_file, screenshot, wait_frames
+from tests.helpers import (CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, open_page,
+                           photo_file, photo_rgb, screenshot, wait_frames, write_y4m)
 
 browser_only = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
 
-PORTS = {"installable": 8470, "detect": 8471, "server": 8472, "classify_hands": 8473, "rebuild": 8474}
+PORTS = {"installable": 8470, "detect": 8471, "server": 8472, "classify_hands": 8473, "rebuild": 8474,
+         "cameras": 8475}
 READY = "#model-status[data-state='ready']"
 
 # Every entry of the app's caches: [[cache name, url], ...]
@@ -285,9 +287,9 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     page.goto(f"{server.url}/hands?backend=litert-wasm&camera=0")
     page.wait_for_selector(READY, timeout=300_000)
     online_gesture = _hand(page, photo_file("up_3.jpg"))
-    wait_cached(page, "/models/efficientnet-lite0/tfjs/model.json?sha256=",
-                "/models/efficientnet-lite0/tfjs/group1-shard5of5.bin?sha256=",
-                "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
+    wait_cached(page, "/models/efficientnet-lite0/manifest.json", "/models/efficientnet-lite0/tfjs/model.json?sha256=",
+                *(f"/models/efficientnet-lite0/tfjs/group1-shard{i}of5.bin?sha256=" for i in range(1, 6)),
+                "/models/handpose/manifest.json", "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
                 "/models/handpose/tflite/hand_landmark_full.tflite?sha256=")
 
     go_offline(context, server)
@@ -325,6 +327,67 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     assert after_clear == []
     # Kept pages keep their COOP/COEP headers: cross-origin isolated, so LiteRT runs threaded.
     assert litert_note.startswith("threads"), litert_note
+    assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
+
+
+def _classify_snapshot(page):
+    """A /classify camera snapshot's top-5 labels."""
+    before = int(page.evaluate("() => +(document.getElementById('cards').dataset.done || 0)"))
+    page.click("#camera-button")
+    page.wait_for_function("n => +(document.getElementById('cards').dataset.done || 0) > n", arg=before,
+                           timeout=120_000)
+    return page.eval_on_selector_all(".result-card:last-child .top5 li", "items => items.map(li => li.dataset.label)")
+
+
+def _live_gestures(page):
+    """The gestures /hands shows on its live camera, a few frames on."""
+    shown = int(page.evaluate("() => +(document.getElementById('results').dataset.frame || 0)"))
+    wait_frames(page, shown + 3, timeout=120_000)
+    return page.eval_on_selector_all("#results li", "items => items.map(li => li.dataset.gesture)")
+
+
+@browser_only
+def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path):
+    """The camera path with the network off too: after one online visit, a /classify camera
+    snapshot and the live /hands camera (a thumbs-up photo as the fake camera) give what they
+    gave online, with the server stopped."""
+    lite0 = built_model("efficientnet-lite0")
+    built_model("handpose")
+    camera = write_y4m(tmp_path / "up_3.y4m", letterbox_rgb(photo_rgb("up_3.jpg")))
+    browser = launch(pw, fake_camera_flags(camera))
+    try:
+        server = serve("cameras", MODELS_DIR=lite0.parent)
+        context = browser.new_context()
+        page, log = open_page(context, f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
+        page.wait_for_selector(READY, timeout=300_000)
+        online_top5 = _classify_snapshot(page)
+        page.goto(f"{server.url}/hands?backend=litert-wasm")
+        page.wait_for_selector(READY, timeout=300_000)
+        online_gestures = _live_gestures(page)
+        # Everything both pages load (the worker caches in the background after a response).
+        wait_cached(page, "/models/efficientnet-lite0/manifest.json",
+                    "/models/efficientnet-lite0/tfjs/model.json?sha256=",
+                    *(f"/models/efficientnet-lite0/tfjs/group1-shard{i}of5.bin?sha256=" for i in range(1, 6)),
+                    "/models/handpose/manifest.json", "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
+                    "/models/handpose/tflite/hand_landmark_full.tflite?sha256=")
+
+        go_offline(context, server)
+        page.goto(f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
+        page.wait_for_selector(READY, timeout=300_000)
+        offline_top5 = _classify_snapshot(page)
+        page.goto(f"{server.url}/hands?backend=litert-wasm")
+        page.wait_for_selector(READY, timeout=300_000)
+        offline_gestures = _live_gestures(page)
+        online = page.evaluate("() => navigator.onLine")
+        screenshot(page, "offline_hands_camera")
+        context.close()
+    finally:
+        browser.close()
+
+    assert online is False
+    assert len(online_top5) == 5 and offline_top5 == online_top5, (online_top5, offline_top5)
+    assert online_gestures == ["thumbs_up"] and offline_gestures == online_gestures, (online_gestures,
+                                                                                      offline_gestures)
     assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
 
 
