@@ -28,6 +28,13 @@ needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared
 PORTS = {"installable": 8470, "detect": 8471, "server": 8472, "classify_hands": 8473, "rebuild": 8474,
          "cameras": 8475}
 READY = "#model-status[data-state='ready']"
+# Every file /classify (lite0, TF.js) and /hands (full models, LiteRT.js) load: the worker
+# caches them in the background after each response, so a test waits for all before going offline.
+CLASSIFY_HANDS_FILES = ("/models/efficientnet-lite0/manifest.json",
+                        "/models/efficientnet-lite0/tfjs/model.json?sha256=",
+                        *(f"/models/efficientnet-lite0/tfjs/group1-shard{i}of5.bin?sha256=" for i in range(1, 6)),
+                        "/models/handpose/manifest.json", "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
+                        "/models/handpose/tflite/hand_landmark_full.tflite?sha256=")
 
 # Every entry of the app's caches: [[cache name, url], ...]
 CACHE_ENTRIES = """async () => {
@@ -257,9 +264,13 @@ def test_server_backend_says_it_is_unreachable_offline(browser, serve, built_mod
     assert not any("/api/" in url for _, url in entries), entries
 
 
-def _classify_top5(page, path):
+def _classify_top5(page, path=None):
+    """The top-5 labels of the card for the photo at ``path``, or of a camera snapshot."""
     before = int(page.evaluate("() => +(document.getElementById('cards').dataset.done || 0)"))
-    page.set_input_files("#image-files", str(path))
+    if path is None:
+        page.click("#camera-button")
+    else:
+        page.set_input_files("#image-files", str(path))
     page.wait_for_function("n => +(document.getElementById('cards').dataset.done || 0) > n", arg=before,
                            timeout=120_000)
     return page.eval_on_selector_all(".result-card:last-child .top5 li", "items => items.map(li => li.dataset.label)")
@@ -268,8 +279,7 @@ def _classify_top5(page, path):
 def _hand(page, path):
     before = int(page.evaluate("() => +(document.getElementById('results').dataset.frame || 0)"))
     page.set_input_files("#image-file", str(path))
-    page.wait_for_function("n => +(document.getElementById('results').dataset.frame || 0) > n", arg=before,
-                           timeout=120_000)
+    wait_frames(page, before + 1, timeout=120_000)
     return page.eval_on_selector_all("#results li", "items => items.map(li => li.dataset.gesture)")
 
 
@@ -287,10 +297,7 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     page.goto(f"{server.url}/hands?backend=litert-wasm&camera=0")
     page.wait_for_selector(READY, timeout=300_000)
     online_gesture = _hand(page, photo_file("up_3.jpg"))
-    wait_cached(page, "/models/efficientnet-lite0/manifest.json", "/models/efficientnet-lite0/tfjs/model.json?sha256=",
-                *(f"/models/efficientnet-lite0/tfjs/group1-shard{i}of5.bin?sha256=" for i in range(1, 6)),
-                "/models/handpose/manifest.json", "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
-                "/models/handpose/tflite/hand_landmark_full.tflite?sha256=")
+    wait_cached(page, *CLASSIFY_HANDS_FILES)
 
     go_offline(context, server)
     page.goto(f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
@@ -330,15 +337,6 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
 
 
-def _classify_snapshot(page):
-    """A /classify camera snapshot's top-5 labels."""
-    before = int(page.evaluate("() => +(document.getElementById('cards').dataset.done || 0)"))
-    page.click("#camera-button")
-    page.wait_for_function("n => +(document.getElementById('cards').dataset.done || 0) > n", arg=before,
-                           timeout=120_000)
-    return page.eval_on_selector_all(".result-card:last-child .top5 li", "items => items.map(li => li.dataset.label)")
-
-
 def _live_gestures(page):
     """The gestures /hands shows on its live camera, a few frames on."""
     shown = int(page.evaluate("() => +(document.getElementById('results').dataset.frame || 0)"))
@@ -360,21 +358,16 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
         context = browser.new_context()
         page, log = open_page(context, f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
         page.wait_for_selector(READY, timeout=300_000)
-        online_top5 = _classify_snapshot(page)
+        online_top5 = _classify_top5(page)
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         online_gestures = _live_gestures(page)
-        # Everything both pages load (the worker caches in the background after a response).
-        wait_cached(page, "/models/efficientnet-lite0/manifest.json",
-                    "/models/efficientnet-lite0/tfjs/model.json?sha256=",
-                    *(f"/models/efficientnet-lite0/tfjs/group1-shard{i}of5.bin?sha256=" for i in range(1, 6)),
-                    "/models/handpose/manifest.json", "/models/handpose/tflite/palm_detection_full.tflite?sha256=",
-                    "/models/handpose/tflite/hand_landmark_full.tflite?sha256=")
+        wait_cached(page, *CLASSIFY_HANDS_FILES)
 
         go_offline(context, server)
         page.goto(f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
         page.wait_for_selector(READY, timeout=300_000)
-        offline_top5 = _classify_snapshot(page)
+        offline_top5 = _classify_top5(page)
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         offline_gestures = _live_gestures(page)
