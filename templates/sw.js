@@ -32,10 +32,15 @@ self.addEventListener('fetch', (event) => {
   if (handler) event.respondWith(handler(event.request, (promise) => event.waitUntil(promise)));
 });
 
-// A page this worker did not control yet (the first visit) lists what it fetched.
+// A page this worker did not control yet (the first visit) lists what it fetched, in one
+// message per batch of resource entries. Handled in order: a model file is stored under the
+// version from its manifest, which an earlier message may still be storing.
+let reported = Promise.resolve();
 self.addEventListener('message', (event) => {
   const data = event.data || {};
-  if (data.type === 'cache-used' && Array.isArray(data.urls)) event.waitUntil(cacheUsed(data.urls));
+  if (data.type !== 'cache-used' || !Array.isArray(data.urls)) return;
+  reported = reported.then(() => cacheUsed(data.urls)).catch(() => {});
+  event.waitUntil(reported);
 });
 
 async function precache() {

@@ -26,7 +26,7 @@ browser_only = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian c
 needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
 
 PORTS = {"installable": 8470, "detect": 8471, "server": 8472, "classify_hands": 8473, "rebuild": 8474,
-         "cameras": 8475}
+         "cameras": 8475, "split_report": 8476}
 READY = "#model-status[data-state='ready']"
 # Every file /classify (lite0, TF.js) and /hands (full models, LiteRT.js) load: the worker
 # caches them in the background after each response, so a test waits for all before going offline.
@@ -334,6 +334,32 @@ def test_classify_and_hands_offline_and_the_index_cache_panel(browser, serve, bu
     assert after_clear == []
     # Kept pages keep their COOP/COEP headers: cross-origin isolated, so LiteRT runs threaded.
     assert litert_note.startswith("threads"), litert_note
+    assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
+
+
+@browser_only
+def test_a_first_visit_reported_in_two_messages_is_cached_whole(browser, serve, built_model):
+    # A first visit's page reports what it fetched as its resource entries arrive: the model's
+    # manifest in one message, a shard fetched right after it in the next. The shard is stored
+    # under the version the manifest gives, so the second message must wait for the first.
+    lite0 = built_model("efficientnet-lite0")
+    server = serve("split_report", MODELS_DIR=lite0.parent)
+    context = browser.new_context()
+    page, log = open_page(context, server.url + "/")
+    wait_worker_active(page)
+    shards = [f"/models/efficientnet-lite0/tfjs/group1-shard{i}of5.bin" for i in range(1, 6)]
+    page.evaluate("""async (shards) => {
+      const worker = (await navigator.serviceWorker.ready).active;
+      worker.postMessage({type: 'cache-used', urls: ['/models/efficientnet-lite0/manifest.json']});
+      for (const shard of shards) worker.postMessage({type: 'cache-used', urls: [shard]});
+    }""", shards)
+    urls = wait_cached(page, *(f"{s}?sha256=" for s in shards), timeout=60)
+    context.close()
+
+    digests = json.loads((lite0 / "manifest.json").read_text())["files_sha256"]
+    for shard in shards:
+        version = digests[shard.removeprefix("/models/efficientnet-lite0/")]
+        assert any(url.endswith(f"{shard}?sha256={version}") for url in urls), (shard, urls)
     assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
 
 
