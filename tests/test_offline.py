@@ -207,6 +207,7 @@ def test_installable_manifest_and_worker(pw, serve, tmp_path):
 @browser_only
 @needs_yolov5n
 def test_detect_runs_offline_on_camera_and_image_after_one_visit(camera_browser, serve, built_model):
+    built_model("efficientnet-lite0")   # installed, never visited: /classify's model was not kept
     server = serve("detect", MODELS_DIR=built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)).parent)
     context = camera_browser.new_context()
     url = f"{server.url}/detect?model=yolov5n&backend=litert-wasm"
