@@ -14,6 +14,8 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from server import front
 
+# In the master, before the app is preloaded and any thread starts; workers inherit it.
+front.keep_freed_memory()
 bind = os.environ.get("DATARAILROAD_BIND",
                       f"{os.environ.get('DATARAILROAD_HOST', '127.0.0.1')}:{os.environ.get('DATARAILROAD_PORT', '8000')}")
 # Inference is CPU-bound: one worker per core (override with WEB_CONCURRENCY).
