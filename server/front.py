@@ -80,8 +80,10 @@ def keep_freed_memory() -> bool:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return False
-    return all(mallopt(param, value) == 1 for param, value in
-               ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, HEAP_BLOCK_MAX), (M_TRIM_THRESHOLD, HEAP_FREE_KEPT)))
+    # Each one set even if another is refused (mallopt answers 1 when it takes a value).
+    taken = [mallopt(param, value) == 1 for param, value in
+             ((M_ARENA_MAX, 1), (M_MMAP_THRESHOLD, HEAP_BLOCK_MAX), (M_TRIM_THRESHOLD, HEAP_FREE_KEPT))]
+    return all(taken)
 
 
 # ---------------------------------------------------------------------------- offload
