@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
-from tests.helpers import Gunicorn, photo_bytes  # noqa: E402
+from tests.helpers import Gunicorn, photo_bytes, proc_stat  # noqa: E402
 
 SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
 JPEG = {"Content-Type": "image/jpeg"}
@@ -126,10 +126,9 @@ def cpu_seconds(pids: list[int], role=process_role) -> Counter:
     tick, total = os.sysconf("SC_CLK_TCK"), Counter()
     for pid in pids:
         try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = proc_stat(pid)
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
         name = role(pid)
         if name:
             total[name] += (int(fields[11]) + int(fields[12])) / tick

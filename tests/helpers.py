@@ -369,15 +369,22 @@ def serving(models: Path):
         yield url
 
 
+def proc_stat(pid: int) -> list[str]:
+    """/proc/<pid>/stat's fields after the command name: [0] state, [1] ppid, [7] minflt,
+    [11] utime, [12] stime (proc(5) numbers them from 3). OSError when the process is gone."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2:].split()
+
+
 def child_pids(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                stat = (entry / "stat").read_text()
+                ppid = int(proc_stat(int(entry.name))[1])
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            if ppid == pid:
                 found.append(int(entry.name))
     return sorted(found)
 

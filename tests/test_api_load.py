@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ARTIFACTS, Gunicorn, multipart, photo_bytes
+from tests.helpers import ARTIFACTS, Gunicorn, multipart, photo_bytes, proc_stat
 
 SECONDS = float(os.environ.get("DATARAILROAD_LOAD_SECONDS", 20))
 WARMUP_SECONDS = float(os.environ.get("DATARAILROAD_LOAD_WARMUP", 5))
@@ -151,10 +151,6 @@ def test_load_no_errors_flat_memory(server, api_models):
         assert end[pid] - start[pid] < RSS_GROWTH_LIMIT_MB, report
 
 
-def minor_faults(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
-
-
 def test_workers_reuse_freed_memory(server, api_models):
     """gunicorn.conf.py's front.keep_freed_memory(): a request reuses the pages the one before
     it freed. Without it each detect of bus.jpg page-faults its ~18 MB of arrays in again
@@ -164,12 +160,12 @@ def test_workers_reuse_freed_memory(server, api_models):
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
     for _ in range(4 * len(workers)):  # warm: every worker's heap has grown to a request's size
         assert server.request("POST", path, bus, {"Content-Type": "image/jpeg"}, conn=conn)[0] == 200
-    before = sum(minor_faults(p) for p in workers)
+    before = sum(int(proc_stat(p)[7]) for p in workers)
     requests = 10
     for _ in range(requests):
         assert server.request("POST", path, bus, {"Content-Type": "image/jpeg"}, conn=conn)[0] == 200
     conn.close()
-    per_request = (sum(minor_faults(p) for p in workers) - before) / requests
+    per_request = (sum(int(proc_stat(p)[7]) for p in workers) - before) / requests
     assert per_request < 500, f"{per_request:.0f} page faults per request"
 
 
