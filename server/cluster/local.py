@@ -7,7 +7,10 @@ environment (the nodes pass their environment on to their workers), so ``down()`
 exactly those processes and never another Ray on the same machine.
 
 Ports (all on 127.0.0.1): GCS ``ray_port``, dashboard ``ray_port + 1`` (Serve's REST deploy
-API and Ray's state API), node i takes ``node_ports + 100 * i`` .. ``+ 99``.
+API and Ray's state API), node i takes ``node_ports + 100 * i`` .. ``+ 99``; of node 0's,
+``+ 7`` and ``+ 8`` are HAProxy's stats and metrics and ``+ 80`` .. ``+ 99`` the ingress
+replicas' own HTTP and gRPC servers (serve.env's direct ingress). Each replica's
+inter-deployment gRPC server takes a free port of the kernel's choosing.
 """
 from __future__ import annotations
 
@@ -29,13 +32,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).with_name("serve.yaml")
+SERVE_ENV = Path(__file__).with_name("serve.env")
 STATE_ROOT = ROOT / ".cluster"
 APP = "datarailroad"
 MARKER = "DATARAILROAD_CLUSTER"
-# A decoded upload up to this size goes from the ingress to the model replica inside the call
-# itself, not through the object store (Ray's default is 100 KB): that halves the CPU Ray's
-# own processes spend per request (bench/cluster.py). Bigger images still take the store.
-INLINE_ARGS_BYTES = 10 * 1024 * 1024
 
 
 @dataclass
@@ -66,6 +66,12 @@ class LocalCluster:
         # Short and outside the checkout: Ray's socket paths must stay under 107 characters.
         return f"/tmp/datarailroad-ray-{self.ray_port}-n{i}"
 
+    @property
+    def haproxy_dir(self) -> str:
+        # HAProxy's config, sockets and state. Serve adds a 57-character folder under it, and
+        # HAProxy takes socket paths of at most 97 characters.
+        return f"/tmp/drr-haproxy-{self.ray_port}"
+
     # ------------------------------------------------------------------------ nodes
 
     def cpus(self) -> int:
@@ -82,7 +88,8 @@ class LocalCluster:
                f"--temp-dir={self.temp_dir(i)}", f"--node-manager-port={base}", f"--object-manager-port={base + 1}",
                f"--dashboard-agent-listen-port={base + 2}", f"--dashboard-agent-grpc-port={base + 3}",
                f"--runtime-env-agent-port={base + 4}", f"--metrics-export-port={base + 5}",
-               f"--min-worker-port={base + 10}", f"--max-worker-port={base + 99}", "--disable-usage-stats"]
+               f"--min-worker-port={base + 10}", f"--max-worker-port={base + (79 if i == 0 else 99)}",
+               "--disable-usage-stats"]
         if i == 0:
             return cmd + ["--head", f"--port={self.ray_port}", f"--ray-client-server-port={base + 6}",
                           "--include-dashboard=true", "--dashboard-host=127.0.0.1",
@@ -90,11 +97,27 @@ class LocalCluster:
         return cmd + [f"--address=127.0.0.1:{self.ray_port}"]
 
     def node_env(self) -> dict:
-        env = {**os.environ, **self.env}
+        """serve.env, then what keeps this cluster apart from others on the machine (HAProxy's
+        files and ports, the ingress ports), then ``env``."""
+        env = {**os.environ, **serve_env()}
+        base = self.node_ports
+        env.update({
+            "RAY_SERVE_HAPROXY_CONFIG_FILE_LOC": f"{self.haproxy_dir}/haproxy.cfg",
+            "RAY_SERVE_HAPROXY_SOCKET_PATH": f"{self.haproxy_dir}/admin.sock",
+            "RAY_SERVE_HAPROXY_SERVER_STATE_BASE": self.haproxy_dir,
+            "RAY_SERVE_HAPROXY_SERVER_STATE_FILE": f"{self.haproxy_dir}/server-state",
+            "RAY_SERVE_HAPROXY_METRICS_SOCKET_PATH": f"{self.haproxy_dir}/metrics.sock",
+            "RAY_SERVE_HAPROXY_STATS_PORT": str(base + 7),
+            "RAY_SERVE_HAPROXY_METRICS_PORT": str(base + 8),
+            "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT": str(base + 80),
+            "RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT": str(base + 89),
+            "RAY_SERVE_DIRECT_INGRESS_MIN_GRPC_PORT": str(base + 90),
+            "RAY_SERVE_DIRECT_INGRESS_MAX_GRPC_PORT": str(base + 99),
+        })
+        env.update(self.env)
         env[MARKER] = str(self.state_dir)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env["RAY_USAGE_STATS_ENABLED"] = "0"
-        env.setdefault("RAY_max_direct_call_object_size", str(INLINE_ARGS_BYTES))
         if self.models_dir:
             env["DATARAILROAD_MODELS"] = str(Path(self.models_dir).resolve())
         return env
@@ -104,6 +127,8 @@ class LocalCluster:
             raise RuntimeError(f"a cluster is already running on Ray port {self.ray_port}: "
                                f"`make cluster-stop RAY_PORT={self.ray_port}` first")
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        Path(self.haproxy_dir).mkdir(parents=True, exist_ok=True)
+        self.started.append(self.haproxy_dir)
         self.save()
         env = self.node_env()
         for i in range(self.nodes):
@@ -183,6 +208,12 @@ class LocalCluster:
             down(self.ray_port)
             raise
         return self
+
+
+def serve_env(path: Path = SERVE_ENV) -> dict:
+    """serve.env's KEY=VALUE lines."""
+    lines = (line.strip() for line in path.read_text().splitlines())
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
 
 
 def reserved_cpus(config: dict) -> float:
