@@ -7,6 +7,7 @@ dashboard), 10400-10599 (nodes)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -206,3 +207,36 @@ def test_killed_replica_loses_only_its_requests_and_comes_back(cluster, api_mode
         assert status == 503 and body["error"]["code"] == "unavailable", (status, body)
     assert sum(1 for t, s, _ in results if t < killed_at and s == 200) > 0
     assert sum(1 for t, s, _ in results if t > back and s == 200) > 0
+
+
+def test_cluster_stop_ends_a_process_known_only_by_its_open_files(tmp_path):
+    """Ray's agents overwrite their environment block (the marker) with their process title
+    and can outlive their raylet: down() also ends processes holding a file in the cluster's
+    temp dirs (seen: a DashboardAgent and a RuntimeEnvAgent left running after a stop)."""
+    import json
+    import subprocess
+    import sys
+
+    from server.cluster.local import STATE_ROOT, cluster_processes, down
+
+    ray_port = 6399  # no cluster: only this test's state dir
+    state_dir = STATE_ROOT / str(ray_port)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    node_dir = tmp_path / "n0"
+    node_dir.mkdir()
+    (state_dir / "cluster.json").write_text(json.dumps({"started": [str(node_dir)]}))
+    log = node_dir / "agent.log"
+    env = {k: v for k, v in os.environ.items() if k != "DATARAILROAD_CLUSTER"}
+    agent = subprocess.Popen([sys.executable, "-c", f"import time; f = open({str(log)!r}, 'w'); "
+                              "f.write('up'); f.flush(); time.sleep(120)"], env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not (log.exists() and log.read_text() == "up") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert agent.pid in cluster_processes(state_dir)
+        assert down(ray_port) == 1
+        assert agent.wait(timeout=15) is not None
+        assert not node_dir.exists()
+    finally:
+        agent.kill()
+        shutil.rmtree(state_dir, ignore_errors=True)

@@ -227,18 +227,41 @@ def reserved_cpus(config: dict) -> float:
 
 
 def cluster_processes(state_dir: Path) -> list[int]:
-    """Pids of the processes carrying this cluster's marker (and nobody else's)."""
+    """Pids of the processes of this cluster (and nobody else's): those carrying its marker in
+    their environment, and those holding a file in its temp dirs. The second catches Ray's
+    agents, whose process title overwrites their environment block and which can outlive
+    their raylet."""
     marker = f"{MARKER}={state_dir}".encode()
+    folders = tuple(f"{folder}/" for folder in started_dirs(state_dir))
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if marker in (entry / "environ").read_bytes().split(b"\0"):
+            if marker in (entry / "environ").read_bytes().split(b"\0") or holds_file_in(entry, folders):
                 pids.append(int(entry.name))
         except OSError:
             pass
     return pids
+
+
+def holds_file_in(process: Path, folders: tuple[str, ...]) -> bool:
+    if not folders:
+        return False
+    for fd in (process / "fd").iterdir():
+        try:
+            if os.readlink(fd).startswith(folders):
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def started_dirs(state_dir: Path) -> list[str]:
+    try:
+        return json.loads((state_dir / "cluster.json").read_text()).get("started", [])
+    except (OSError, ValueError):
+        return []
 
 
 def down(ray_port: int = 6380, grace: float = 10) -> int:
@@ -259,10 +282,6 @@ def down(ray_port: int = 6380, grace: float = 10) -> int:
         pids = cluster_processes(state_dir)
         if not pids:
             break
-    try:
-        saved = json.loads((state_dir / "cluster.json").read_text())
-    except (OSError, ValueError):
-        saved = {}
-    for temp in saved.get("started", []):
+    for temp in started_dirs(state_dir):
         shutil.rmtree(temp, ignore_errors=True)
     return found
