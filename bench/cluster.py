@@ -1,7 +1,7 @@
 """The app on a local Ray Serve cluster vs gunicorn, side by side in one run (YOLOv5n,
 POST /api/v1/detect with bus.jpg as a raw JPEG body; every interpreter runs 1 thread):
 
-1. latency at 1 client: gunicorn (`make run`'s server) vs Serve (HTTP proxy -> Flask ingress
+1. latency at 1 client: gunicorn (`make run`'s server) vs Serve (HAProxy -> Flask ingress
    -> detect replica), requests interleaved;
 2. throughput at 8 clients: 1 detect replica vs 2 (1 thread each, one per node);
 3. throughput at 8 clients, 2 replicas, with @serve.batch (max_batch_size 4) vs without (1);
@@ -12,7 +12,8 @@ Sections 2 and 3 alternate their two configurations over --rounds rounds (a rede
 so load from elsewhere on the machine hits both alike. On 2 cores the ceiling of 2 vs 1
 replica is about 2x (README "Scaling out": what a cluster of machines gives).
 Each throughput line also gives the CPU time the processes spent per request (/proc, by
-role: model replicas, ingress, proxy, Ray's daemons; gunicorn's workers), which other load
+role: model replicas, ingress, HAProxy, Serve's proxy actor (it runs HAProxy), Ray's own
+processes; gunicorn's workers), which other load
 on the machine does not change the way it changes req/s.
 
 usage: .venv/bin/python bench/cluster.py [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
@@ -118,7 +119,9 @@ def process_role(pid: int) -> str | None:
         return None
     if title.startswith("ray::ServeReplica:"):
         return "ingress" if title.endswith(":Ingress") else "model replicas"
-    return "proxy" if title.startswith("ray::ProxyActor") else "Ray daemons"
+    if title.endswith("/haproxy"):
+        return "HAProxy"
+    return "proxy actor" if title.startswith("ray::ProxyActor") else "Ray daemons"
 
 
 def cpu_seconds(pids: list[int], role=process_role) -> Counter:

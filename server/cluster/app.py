@@ -1,7 +1,7 @@
 """The Ray Serve application: ``import_path: server.cluster.app:build`` (see serve.yaml).
 
-    HTTP -> Serve proxy -> ingress (the Flask app via a2wsgi: pages, static, /models, /api/v1)
-                               -> ModelServer "detect" | "classify" | "handpose" (the runners)
+    HTTP -> HAProxy -> ingress (the Flask app via a2wsgi: pages, static, /models, /api/v1)
+                         -> ModelServer "detect" | "classify" | "handpose" (the runners)
 
 The ingress is the Flask app of ``make run``, built by ``create_app`` with remote runners:
 the same routes, JSON, status codes, OpenAPI and limits. Each model deployment holds the
