@@ -125,7 +125,7 @@ class BodyError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def _hold(environ: dict, size: int) -> None:
+def hold(environ: dict, size: int) -> None:
     """Count ``size`` more body bytes against the budget, or 503 when it is spent."""
     global _held
     budget = buffer_budget()
@@ -166,7 +166,7 @@ def read_body(environ: dict, length: int | None, limit: int) -> bytes:
             chunk = stream.read(min(65536, want - size))
             if not chunk:
                 break
-            _hold(environ, len(chunk))
+            hold(environ, len(chunk))
             chunks.append(chunk)
             size += len(chunk)
     except BodyError:

@@ -24,6 +24,8 @@ HTTP_PORT, RAY_PORT, NODE_PORTS = 8431, 6392, 10400
 UPLOAD_LIMIT = 2 * 1024 * 1024  # both apps: a smaller limit keeps the 413 case light
 PHOTOS = ("bus.jpg", "zidane.jpg")
 DETECT_MAX_ONGOING = 4  # serve.yaml: requests one detect replica holds at most
+INGRESS_THREADS = 16  # serve.yaml's wsgi_threads
+IDLE_TIMEOUT = 3  # seconds a body may stall (15 by default): keeps the stall test short
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,8 @@ def cluster(models_folder):
 
     down(RAY_PORT)  # leftovers of an interrupted run
     c = LocalCluster(nodes=2, http_port=HTTP_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
-                     models_dir=str(models_folder), env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)})
+                     models_dir=str(models_folder), env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT),
+                                                         "DATARAILROAD_IDLE_TIMEOUT": str(IDLE_TIMEOUT)})
     c.up({"detect": {"num_replicas": 2}})  # no autoscaling: the replica count is asserted below
     yield c
     down(RAY_PORT)
@@ -169,6 +172,37 @@ def replicas(cluster, deployment: str):
 
     actors = list_actors(address=cluster.dashboard, filters=[("state", "=", "ALIVE")], raise_on_missing_output=False)
     return [a for a in actors if a.class_name == f"ServeReplica:datarailroad:{deployment}"]
+
+
+def test_stalled_uploads_hold_no_ingress_thread(cluster):
+    """More stalled uploads than the ingress has threads: the others are still answered at
+    once, and each stalled one gets the Flask API's 408 JSON after the idle timeout
+    (app.bodies_read_first; without it /healthz went unanswered for 100 s)."""
+    import http.client
+    import json
+    import socket
+
+    stalled = []
+    for _ in range(INGRESS_THREADS + 4):
+        sock = socket.create_connection(("127.0.0.1", cluster.http_port), timeout=60)
+        sock.sendall(b"POST /api/v1/detect HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\n"
+                     b"Content-Length: 100000\r\n\r\n" + photo_bytes("bus.jpg")[:1000])
+        stalled.append(sock)
+    try:
+        time.sleep(1)
+        t0 = time.monotonic()
+        assert requests.get(f"{cluster.url}healthz", timeout=30).status_code == 200
+        assert cluster_post(cluster, "/api/v1/classify", data=photo_bytes("bus.jpg"),
+                            headers={"Content-Type": "image/jpeg"}).status_code == 200
+        assert time.monotonic() - t0 < IDLE_TIMEOUT, "the other requests waited for the stalled ones"
+        for sock in stalled:
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 408
+            assert json.loads(response.read())["error"]["code"] == "request_timeout"
+    finally:
+        for sock in stalled:
+            sock.close()
 
 
 def test_model_replicas_run_on_both_nodes(cluster):

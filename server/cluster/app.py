@@ -20,7 +20,7 @@ from ray import serve
 
 from modelcontract.paths import default_models_dir
 
-from .. import create_app
+from .. import create_app, front
 from ..inference import RUNNERS, ModelUnavailable, Registry
 from .remote import Unavailable, detach, remote_runners
 
@@ -36,6 +36,54 @@ def input_terminated(wsgi_app):
     def app(environ, start_response):
         environ["wsgi.input_terminated"] = True
         return wsgi_app(environ, start_response)
+
+    return app
+
+
+def bodies_read_first(asgi_app, max_bytes: int):
+    """Each request body is read whole on the event loop before a2wsgi gives the request one
+    of its threads, as gunicorn's gevent front does (server/front.py): a stalled upload holds
+    a coroutine, not a thread (20 stalled uploads left /healthz unanswered for 100 s). The
+    front's limits apply here: DATARAILROAD_IDLE_TIMEOUT between two pieces of a body,
+    DATARAILROAD_BODY_TIMEOUT for all of it, the upload buffer budget. The Flask app still
+    gives the answer (408, 413, 503 JSON): front.read_body meets the same error at the end
+    of the body replayed to it. A Content-Length over ``max_bytes`` is not read (413)."""
+    async def app(scope, receive, send):
+        headers = dict(scope.get("headers", ())) if scope["type"] == "http" else {}
+        length = headers.get(b"content-length")
+        if not (length or b"chunked" in headers.get(b"transfer-encoding", b"")) or \
+                (length and length.isdigit() and int(length) > max_bytes):
+            return await asgi_app(scope, receive, send)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + front.body_timeout()
+        held, chunks, size, failure = {}, [], 0, None
+        try:
+            while size <= max_bytes:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise TimeoutError("deadline")
+                message = await asyncio.wait_for(receive(), min(front.idle_timeout(), left))
+                if message["type"] != "http.request":
+                    return  # the client left: nobody to answer
+                front.hold(held, len(message.get("body", b"")))
+                chunks.append(message.get("body", b""))
+                size += len(chunks[-1])
+                if not message.get("more_body"):
+                    break
+        except (TimeoutError, front.BodyError) as exc:
+            failure = exc
+        finally:
+            front.release(held)  # front.read_body holds them again as the app reads
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": failure is not None}]
+
+        async def replayed():
+            if replay:
+                return replay.pop()
+            if failure is not None:
+                raise failure
+            return await receive()
+
+        await asgi_app(scope, replayed, send)
 
     return app
 
@@ -127,7 +175,8 @@ class Ingress:
     def __serve_build_asgi_app__(self):
         from a2wsgi import WSGIMiddleware
 
-        return WSGIMiddleware(input_terminated(self.flask), workers=self.wsgi_threads)
+        return bodies_read_first(WSGIMiddleware(input_terminated(self.flask), workers=self.wsgi_threads),
+                                 int(self.flask.config["MAX_CONTENT_LENGTH"]))
 
 
 def build(args: dict | None = None):
