@@ -13,8 +13,8 @@ so load from elsewhere on the machine hits both alike. On 2 cores the ceiling of
 replica is about 2x (README "Scaling out": what a cluster of machines gives).
 Each throughput line also gives the CPU time the processes spent per request (/proc, by
 role: model replicas, ingress, HAProxy, Serve's proxy actor (it runs HAProxy), Ray's own
-processes; gunicorn's workers), which other load
-on the machine does not change the way it changes req/s.
+processes; gunicorn's workers), which other load on the machine does not change the way it
+changes req/s.
 
 usage: .venv/bin/python bench/cluster.py [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
 Ports: HTTP 8433 (Serve) and 8434 (gunicorn), Ray 6394-6395 and 10600-10799.

@@ -51,8 +51,8 @@ def bodies_read_first(asgi_app, max_bytes: int):
     async def app(scope, receive, send):
         headers = dict(scope.get("headers", ())) if scope["type"] == "http" else {}
         length = headers.get(b"content-length")
-        if not (length or b"chunked" in headers.get(b"transfer-encoding", b"")) or \
-                (length and length.isdigit() and int(length) > max_bytes):
+        has_body = bool(length) or b"chunked" in headers.get(b"transfer-encoding", b"")
+        if not has_body or (length and length.isdigit() and int(length) > max_bytes):
             return await asgi_app(scope, receive, send)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + front.body_timeout()
@@ -65,9 +65,10 @@ def bodies_read_first(asgi_app, max_bytes: int):
                 message = await asyncio.wait_for(receive(), min(front.idle_timeout(), left))
                 if message["type"] != "http.request":
                     return  # the client left: nobody to answer
-                front.hold(held, len(message.get("body", b"")))
-                chunks.append(message.get("body", b""))
-                size += len(chunks[-1])
+                body = message.get("body", b"")
+                front.hold(held, len(body))
+                chunks.append(body)
+                size += len(body)
                 if not message.get("more_body"):
                     break
         except (TimeoutError, front.BodyError) as exc:
