@@ -4,8 +4,10 @@ and the logits feeding the graph's Softmax, TF.js and LiteRT against the source 
 and the manifest fields.
 
 A family's ``load`` returns an object with ``x`` (the preprocessed photo), ``reference``
-({"probabilities", "logits"} from the source framework) and ``reference_info`` (runtime and
-version); its ``export`` returns ``export_graph``'s model.json; ``verify`` here takes both.
+({"probabilities", "logits"} from the source framework), ``answer_x`` and ``answer`` (the
+answer-check pattern as input, modelcontract.answers, and the source's probabilities on it)
+and ``reference_info`` (runtime and version); its ``export`` returns ``export_graph``'s
+model.json; ``verify`` here takes both.
 """
 from __future__ import annotations
 
@@ -102,9 +104,15 @@ def verify(ctx, loaded, model_json: dict) -> dict:
     criterion = ("no numeric target for uint8 (figures recorded); top-1 equals the reference's"
                  if checked.target is None else
                  "max|a-b|/max|a| <= target on probabilities and on logits (server: fp32 target)")
+    answer = stages.answer_check(ctx, {"model": stages.AnswerPart(
+        reference={output_name: loaded.answer}, tfjs_model="tfjs/model.json",
+        inputs={input_name: loaded.answer_x}, tfjs_outputs=[output_name],
+        roles=lambda out: {output_name: out[output_name]})},
+        " ".join(str(v) for v in loaded.reference_info.values()))
     return {
         "signature": {"input": input_name, "output": output_name},
         "speed": checked.speed,
+        "answer_check": answer,
         "parity": {
             "photo": PHOTO,
             "reference": {**loaded.reference_info, "top5": ref_top},
@@ -136,5 +144,6 @@ def describe(title: str, input_spec: dict, verified: dict, extra: dict) -> dict:
                    "input": "input", "output": "probabilities", "precision": "float32"},
         "parity": verified["parity"],
         "speed": verified["speed"],
+        "answer_check": verified["answer_check"],
         **extra,
     }

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract import answers
+
 from . import classifier, sources, stages
 from .errors import ConverterError
 
@@ -331,8 +333,10 @@ def load(ctx) -> types.SimpleNamespace:
         ctx.log(f"stem variance / BN running variance: {evidence}")
     x, _ = classifier.prepare_photo(INPUT)
     logits = torch_logits(sd, x)
+    answer_x = answers.model_input(INPUT)
     return types.SimpleNamespace(sd=sd, evidence=evidence, x=x,
                                  reference={"logits": logits, "probabilities": softmax(logits)},
+                                 answer_x=answer_x, answer=softmax(torch_logits(sd, answer_x)),
                                  reference_info={"runtime": "torch", "version": torch.__version__})
 
 

@@ -29,6 +29,8 @@ import hashlib
 import types
 from pathlib import Path
 
+from modelcontract import answers
+
 from . import classifier, sources, stages
 from .errors import ConverterError
 from .manifest import sha256_file
@@ -156,10 +158,12 @@ def load(ctx) -> types.SimpleNamespace:
     model, logits_model = _keras_model(ctx.source)
     ctx.log(f"{model.count_params():,} parameters")
     x, _ = classifier.prepare_photo(INPUT)
+    answer_x = answers.model_input(INPUT)
     return types.SimpleNamespace(
         model=model, x=x,
         reference={"probabilities": model(x, training=False).numpy(),
                    "logits": logits_model(x, training=False).numpy()},
+        answer_x=answer_x, answer=model(answer_x, training=False).numpy(),
         reference_info={"runtime": "tf_keras", "version": tf_keras.__version__, "tensorflow": tf.__version__})
 
 

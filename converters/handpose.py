@@ -24,6 +24,7 @@ What the library expects (read from its dist/tfjs/*.js, not guessed):
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -405,7 +406,38 @@ def verify(ctx, graphs: dict, sizes: dict) -> types.SimpleNamespace:
     same_files = all(manifest_io.sha256_file(ctx.workdir / "tflite" / TFLITE_FILES[key]) ==
                      ctx.source.extra["files"][key]["sha256"] for key in files)
     return types.SimpleNamespace(photo=photo, checked=checked, palms=palms, same_files=same_files,
-                                 end_to_end=end_to_end)
+                                 end_to_end=end_to_end, answer=answer_record(ctx, files))
+
+
+# The pipeline's roles of each model's outputs: the original .tflite's names, and the TF.js
+# graph's (its detector joins the logit and the 18 box values per anchor, as splitDetections
+# in handpipeline.js takes them apart).
+TFLITE_ROLES = {"detector": {"logits": "Identity_1", "boxes": "Identity"}, "landmark": LANDMARK_KEYS}
+TFJS_LANDMARK_ROLES = {"landmarks": "Identity_2:0", "handflag": "Identity_1:0", "handedness": "Identity:0",
+                       "world_landmarks": "Identity_3:0"}
+
+
+def _tfjs_roles(kind: str, out: dict) -> dict:
+    if kind == "detector":
+        joined = out["Identity"]
+        return {"logits": joined[..., :1], "boxes": joined[..., 1:]}
+    return {role: out[name] for role, name in TFJS_LANDMARK_ROLES.items()}
+
+
+def answer_record(ctx, files: dict) -> dict:
+    """The manifest's answer_check: each original .tflite on the pattern at its input size."""
+    from modelcontract import answers
+
+    parts = {}
+    for key in TFLITE_FILES:
+        kind = key.split("_")[0]
+        x = answers.part_input(DETECTOR_INPUT if kind == "detector" else LANDMARK_INPUT)
+        ref = _tflite_reference(files[key], x)
+        parts[key] = stages.AnswerPart(
+            reference={role: ref[name] for role, name in TFLITE_ROLES[kind].items()}, tfjs_model=_tfjs_path(key),
+            inputs={"input_1": x}, tfjs_outputs=["Identity"] if kind == "detector" else list(TFJS_LANDMARK_ROLES.values()),
+            roles=functools.partial(_tfjs_roles, kind))
+    return stages.answer_check(ctx, parts, f"LiteRT {_version('ai-edge-litert')} (the original .tflite files)")
 
 
 _MODEL_INPUTS = {"detector": "letterboxed 192x192 of the photo",
@@ -486,6 +518,7 @@ def describe(ctx, graphs: dict, sizes: dict, verified) -> dict:
         "parity": parity_record(verified),
         "speed": speed_record(verified.checked),
         "end_to_end": verified.end_to_end,
+        "answer_check": verified.answer,
     }
 
 

@@ -137,3 +137,30 @@ def litert_speed(model_path: Path, inputs, runs: int = SPEED_RUNS) -> dict:
     return {"runtime": "litert", "threads": SPEED_THREADS, "ms": round(min(times), 2),
             "median_ms": round(statistics.median(times), 2), "runs": runs,
             "load_average": round(os.getloadavg()[0], 2), "cpus": os.cpu_count()}
+
+
+@dataclass
+class AnswerPart:
+    """One model part for the manifest's answer_check: the source framework's outputs on the
+    pattern ({role: array}), and how to run this build's TF.js graph on the same input."""
+    reference: dict
+    tfjs_model: str                    # relative to the work folder
+    inputs: dict                       # {TF.js input name: array}
+    tfjs_outputs: list                 # TF.js output names to fetch
+    roles: Callable[[dict], dict]      # TF.js outputs by name -> {role: array}
+
+
+def answer_check(ctx, parts: dict[str, AnswerPart], source: str) -> dict:
+    """The manifest's answer_check (modelcontract.answers): the source's answers on the pattern
+    per part, with the error this build's TF.js graphs show on Node's WASM backend, from which
+    a quantised build's tolerance follows."""
+    from modelcontract import answers
+
+    measured = 0.0
+    for name, part in parts.items():
+        run_ = parity.run_tfjs(ctx.workdir / part.tfjs_model, part.inputs, outputs=part.tfjs_outputs)
+        got = part.roles(run_["outputs"])
+        measured = max(measured, answers.error(answers.reference(part.reference), got))
+    record = answers.record({name: part.reference for name, part in parts.items()}, source, ctx.quantize, measured)
+    ctx.log(f"answer check on {record['pattern']}: TF.js WASM error {measured:.3g}, tolerance {record['tolerance']}")
+    return record

@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract import answers
+
 from . import detections, parity, sources, stages
 from .errors import ConverterError
 
@@ -560,7 +562,17 @@ def load(ctx) -> types.SimpleNamespace:
     x, _ = prepare(sources.load_photo("bus.jpg"), spec)
     raw = torch_head(model, x)
     return types.SimpleNamespace(model=model, labels=labels, spec=spec, x=x, raw=raw,
-                                 detections=nms_reference(raw, ctx.imgsz))
+                                 detections=nms_reference(raw, ctx.imgsz),
+                                 answer=padded_outputs(nms_reference(torch_head(model, answers.model_input(spec)),
+                                                                     ctx.imgsz)))
+
+
+def padded_outputs(found: dict) -> dict:
+    """torchvision's detections in the graph's four outputs (max_det rows, zeros past the valid ones)."""
+    n, rows = len(found["scores"]), NMS["max_det"]
+    boxes, scores, classes = np.zeros((1, rows, 4)), np.zeros((1, rows)), np.zeros((1, rows))
+    boxes[0, :n], scores[0, :n], classes[0, :n] = found["boxes"], found["scores"], found["classes"]
+    return {"boxes": boxes, "scores": scores, "classes": classes, "valid_detections": np.array([n])}
 
 
 def export(ctx, loaded) -> dict:
@@ -693,6 +705,11 @@ def describe(ctx, loaded, exported, verified) -> dict:
             "passed": checked.passed,
         },
         "speed": checked.speed,
+        "answer_check": stages.answer_check(ctx, {"model": stages.AnswerPart(
+            reference=loaded.answer, tfjs_model="tfjs/model.json",
+            inputs={INPUT["name"]: answers.model_input(loaded.spec)},
+            tfjs_outputs=[names[k] for k in OUTPUT_KEYS],
+            roles=lambda out: {k: out[names[k]] for k in OUTPUT_KEYS})}, f"PyTorch {torch.__version__} + torchvision NMS"),
     }
     if verified.agreement is not None:
         fields["agreement"] = verified.agreement

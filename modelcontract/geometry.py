@@ -162,3 +162,29 @@ def prepare(image_rgb: np.ndarray, spec: dict) -> tuple[np.ndarray, Transform]:
     if (std != 1).any():
         values /= std
     return values[None].astype(np.float32, copy=False), transform
+
+
+# ---- The answer-check pattern (modelcontract/answers.py; geometry.js checkPattern) ----
+# A scene a page can draw without any file: a colour ramp with two dark-centred discs, in
+# integer arithmetic only, so Python and JavaScript make the same bytes. YOLOv5n finds two
+# "frisbee"s in it at 640 px (0.51, 0.33) and one at 320 px (0.49), all well clear of its 0.25
+# score floor, so a detector's check compares real boxes, not only empty rows.
+CHECK_PATTERN = "discs-v1"
+CHECK_DISCS = ((4, 4, 3, (230, 40, 40)), (12, 12, 3, (250, 250, 250)))  # centre x, y, radius in 1/16 of the side
+CHECK_CORE = (20, 20, 20)
+
+
+def check_pattern(height: int, width: int) -> np.ndarray:
+    """The answer-check scene as uint8 height x width x 3 RGB (= geometry.js checkPattern)."""
+    y, x = np.mgrid[0:height, 0:width].astype(np.int64)
+    image = np.empty((height, width, 3), np.int64)
+    image[..., 0] = 96 + (x * 64) // width
+    image[..., 1] = 128
+    image[..., 2] = 96 + (y * 64) // height
+    side = min(width, height)
+    for cx, cy, r, colour in CHECK_DISCS:
+        dx, dy = x * 16 - cx * width, y * 16 - cy * height
+        d2, r2 = dx * dx + dy * dy, (r * side) ** 2
+        image[d2 < r2] = colour
+        image[d2 * 4 < r2] = CHECK_CORE
+    return image.astype(np.uint8)

@@ -34,11 +34,13 @@ VENDOR_FILES = {
     "hand-pose-detection/hand-pose-detection.min.js":
         "@tensorflow-models/hand-pose-detection/dist/hand-pose-detection.min.js",
     # LiteRT.js: its ES module, the one module it imports (mapped by IMPORT_MAP), and the
-    # three WASM builds loadLiteRt() picks from (no relaxed SIMD / default / threaded).
+    # four WASM builds loadLiteRt() picks from (no relaxed SIMD / default / threaded / JSPI;
+    # JSPI is the build that runs a graph with CPU-only ops on WebGPU: litert.js).
     "litertjs/core/index.js": _LITERT + "dist/index.js",
     "litertjs/wasm-utils/index.js": "@litertjs/wasm-utils/dist/index.js",
     **{f"litertjs/wasm/{name}.{ext}": f"{_LITERT}wasm/{name}.{ext}"
-       for name in ("litert_wasm_compat_internal", "litert_wasm_internal", "litert_wasm_threaded_internal")
+       for name in ("litert_wasm_compat_internal", "litert_wasm_internal", "litert_wasm_threaded_internal",
+                     "litert_wasm_jspi_internal")
        for ext in ("js", "wasm")},
     # MediaPipe's own runtime for the hand-pose benchmark's peer (solutionPath).
     **{f"mediapipe-hands/{name}": _MEDIAPIPE + name for name in (

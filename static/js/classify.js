@@ -2,7 +2,7 @@
 // the top-5 classes. Preprocessing follows the manifest; top-k by index, ties by index.
 import {probeBackends, pageData, runModel} from './runtime.js';
 import {SERVER, serverModels, inferOnServer} from './server-backend.js';
-import {LoadPanel, openModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
+import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
 import {prepareInput} from './geometry.js';
 import {openCamera, stopStream, decodeImage, acceptFiles} from './inputs.js';
 
@@ -179,17 +179,12 @@ async function snapshot() {
 async function openSelectedModel() {
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
-  const modelId = $('model-select').value;
-  const {override, server, why} = chooseOverride($('backend-select'), modelId, state.probed, state.serverModels);
-  if (server) {
-    state.opened = await openOnServer(modelId, $('backend-select'));
-    panel.status(`${state.opened.manifest.title} on the server: each image is sent as it is, and not kept.${why}`,
-                 'ready');
-    return;
-  }
-  state.opened = await openModel(modelId, state.probed, override, panel);
-  panel.status(describeChoice(state.opened), 'ready');
-  document.body.dataset.backend = state.opened.backend;
+  const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
+                                         state.serverModels, panel);
+  state.opened = opened;
+  panel.status(opened.backend === SERVER
+    ? `${opened.manifest.title} on the server: each image is sent as it is, and not kept.${why}`
+    : describeChoice(opened), 'ready');
 }
 
 async function main() {

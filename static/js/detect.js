@@ -1,7 +1,7 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
 // and a results list. One frame in flight (FrameSource); every tensor disposed.
 import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
-import {LoadPanel, openModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
+import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
 import {prepareInput} from './geometry.js';
 import {decode, outputNames} from './detector.js';
 import {drawFrame, drawBoxes} from './draw.js';
@@ -165,18 +165,15 @@ function applyNmsDefaults(manifest) {
 
 async function openSelectedModel() {
   frames.stopLoop();
+  // The frame in flight still runs on the model: free it once that frame is done.
+  while (frames.busy) await new Promise((resolve) => setTimeout(resolve, 10));
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
-  const modelId = $('model-select').value;
-  const {override, server, why} = chooseOverride($('backend-select'), modelId, state.probed, state.serverModels);
-  if (server) {
-    state.opened = await openOnServer(modelId, $('backend-select'));
-    panel.status(`${state.opened.manifest.title} on the server (frames go as JPEG, one at a time).${why}`, 'ready');
-  } else {
-    state.opened = await openModel(modelId, state.probed, override, panel);
-    panel.status(describeChoice(state.opened), 'ready');
-    document.body.dataset.backend = state.opened.backend;
-  }
+  const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
+                                         state.serverModels, panel);
+  state.opened = opened;
+  panel.status(onServer() ? `${opened.manifest.title} on the server (frames go as JPEG, one at a time).${why}`
+    : describeChoice(opened), 'ready');
   fillClassFilter(state.opened.manifest.labels);
   applyNmsDefaults(state.opened.manifest);
 }

@@ -122,3 +122,30 @@ export function prepareInput(source, spec) {
   });
   return {input, transform, width, height};
 }
+
+// ---- The answer-check pattern (answers.js; = geometry.py check_pattern) ----
+// A colour ramp with two dark-centred discs, in integer arithmetic only, so Python and
+// JavaScript make the same bytes; detectors find objects in it (see geometry.py).
+export const CHECK_PATTERN = 'discs-v1';
+const CHECK_DISCS = [[4, 4, 3, [230, 40, 40]], [12, 12, 3, [250, 250, 250]]];   // centre x, y, radius in 1/16 of the side
+const CHECK_CORE = [20, 20, 20];
+
+// -> Uint8Array of height x width x 3 RGB
+export function checkPattern(height, width) {
+  const pixels = new Uint8Array(height * width * 3);
+  const side = Math.min(width, height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      let colour = [96 + Math.floor((x * 64) / width), 128, 96 + Math.floor((y * 64) / height)];
+      for (const [cx, cy, r, disc] of CHECK_DISCS) {
+        const dx = x * 16 - cx * width;
+        const dy = y * 16 - cy * height;
+        const d2 = dx * dx + dy * dy;
+        const r2 = (r * side) ** 2;
+        if (d2 < r2) colour = d2 * 4 < r2 ? CHECK_CORE : disc;
+      }
+      pixels.set(colour, (y * width + x) * 3);
+    }
+  }
+  return pixels;
+}

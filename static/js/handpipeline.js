@@ -8,6 +8,7 @@
 // Every number comes from the model's manifest (anchors, decode, pipeline, input sizes,
 // output names); each function names the library calculator it follows.
 import {runModel} from './runtime.js';
+import {partInput} from './answers.js';
 
 const tf = globalThis.tf;
 
@@ -379,9 +380,12 @@ const sizeOf = (shape) => ({height: shape[1], width: shape[2]});
 // handedness (the model's label), score}]. Video mode tracks each hand from its previous
 // landmarks and runs the palm detector only while fewer than maxHands are tracked.
 export class HandPipeline {
-  constructor({palm, landmark, manifest, maxHands = 2}) {
+  constructor({palm, landmark, manifest, maxHands = 2, parts = ['detector_full', 'landmark_full']}) {
     this.palm = palm;
     this.landmark = landmark;
+    this.parts = parts;
+    this.palmSpec = manifest.input;
+    this.landmarkSpec = manifest.landmark_input;
     this.maxHands = maxHands;
     this.anchors = ssdAnchors(manifest.anchors);
     this.decode = manifest.decode;
@@ -402,18 +406,22 @@ export class HandPipeline {
     this.landmark.dispose();
   }
 
-  // One pass of each model on zeros: kernels allocated before the first real frame.
-  async warmUp() {
-    const started = performance.now();
-    for (const [runner, size] of [[this.palm, this.palmSize], [this.landmark, this.landmarkSize]]) {
-      const zeros = tf.zeros([1, size.height, size.width, 3]);
+  // Both models on the answer-check pattern (answers.js): the page's warm-up, and its
+  // answer in the pipeline's roles, keyed by the manifest's part names.
+  // -> {detector_<variant>: {logits, boxes}, landmark_<variant>: {landmarks, handflag, ...}}
+  async answer() {
+    const out = {};
+    for (const [runner, spec, part] of [[this.palm, this.palmSpec, this.parts[0]],
+                                        [this.landmark, this.landmarkSpec, this.parts[1]]]) {
+      const input = partInput(spec);
       try {
-        await runner.run(zeros);
+        const roles = await runner.run(input);
+        out[part] = roles.detections ? splitDetections(roles.detections, this.decode.numCoords) : roles;
       } finally {
-        zeros.dispose();
+        input.dispose();
       }
     }
-    return performance.now() - started;
+    return out;
   }
 
   // detector.js detectPalm -> palms in image coordinates (0..1).

@@ -10,7 +10,7 @@
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
 import {probeBackends, urlOverride, pageData, isLiteRtBackend} from './runtime.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
-import {LoadPanel, openLibraryModel, describeChoice, setupBackendSelect, chooseOverride, openOnServer} from './session.js';
+import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
 import {drawFrame, drawHand, drawEmoji} from './draw.js';
 import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
@@ -93,16 +93,16 @@ async function createMediaPipeDetector({variant, maxHands}) {
 
 // graphs: [palm detector, landmark model] as loaded for `backend` (TF.js graphs or LiteRT
 // .tflite); their output names differ, the manifest says which is which.
-function createDetector(graphs, manifest, backend, {variant, maxHands}) {
+function createDetector(graphs, manifest, backend, {variant, maxHands, parts}) {
   if (state.runtime === 'mediapipe') return createMediaPipeDetector({variant, maxHands});
   const names = outputNames(manifest, isLiteRtBackend(backend));
   return new HandPipeline({palm: modelRunner(graphs[0], names.detector), landmark: modelRunner(graphs[1], names.landmark),
-                           manifest, maxHands});
+                           manifest, maxHands, parts});
 }
 
-// One pass of each model before the first real frame (MediaPipe's runtime: one blank frame).
-async function warmDetector(detector) {
-  if (detector.warmUp) return detector.warmUp();
+// MediaPipe's runtime before the first real frame: one blank frame (our pipeline warms up
+// on the answer check's pattern instead).
+async function warmMediaPipe(detector) {
   const started = performance.now();
   const blank = document.createElement('canvas');
   blank.width = 256;
@@ -121,28 +121,25 @@ async function openSelectedModel() {
   state.opened = null;
   tracker.reset();
   const s = settings();
-  const modelId = $('model-select').value;
-  // MediaPipe's own runtime (the benchmark's peer) has no server twin.
+  // MediaPipe's own runtime (the benchmark's peer) has no server twin and no answer check.
   const serverIds = state.runtime === 'tfjs' ? state.serverModels : [];
-  const {override, server, why} = chooseOverride($('backend-select'), modelId, state.probed, serverIds);
+  const parts = [`detector_${s.variant}`, `landmark_${s.variant}`];
   panel.panel.dataset.variant = s.variant;
   panel.panel.dataset.runtime = state.runtime;
-  if (server) {
-    state.opened = {...await openOnServer(modelId, $('backend-select')), variant: s.variant, maxHands: s.maxHands};
+  const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed, serverIds, panel, {
+    parts: state.runtime === 'mediapipe' ? null : parts,
+    create: (graphs, manifest, backend) => createDetector(graphs, manifest, backend, {...s, parts}),
+    answer: state.runtime === 'mediapipe' ? null : (pipeline) => pipeline.answer(),
+    warm: warmMediaPipe,
+    key: `${$('model-select').value}.${state.runtime}.${s.variant}`,
+  });
+  state.opened = {...opened, variant: s.variant, maxHands: s.maxHands};
+  if (onServer()) {
     panel.status(`${s.variant} · on the server (frames go as JPEG, one at a time).${why}`, 'ready');
     return;
   }
-  state.opened = await openLibraryModel(modelId, state.probed, override, panel, {
-    parts: state.runtime === 'mediapipe' ? null : [`detector_${s.variant}`, `landmark_${s.variant}`],
-    create: (graphs, manifest, backend) => createDetector(graphs, manifest, backend, s),
-    warm: warmDetector,
-    key: `${modelId}.${state.runtime}.${s.variant}`,
-  });
-  state.opened.variant = s.variant;
-  state.opened.maxHands = s.maxHands;
   const what = state.runtime === 'mediapipe' ? 'MediaPipe runtime (WASM + WebGL), ' : '';
   panel.status(`${what}${s.variant} · ${describeChoice(state.opened)}`, 'ready');
-  document.body.dataset.backend = state.opened.backend;
 }
 
 // ---- one frame ----

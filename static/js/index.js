@@ -1,20 +1,51 @@
 // Start page: report which backends (TF.js and LiteRT.js) work in this browser, with why
-// not where one doesn't, and which one the demos likely use; and what the offline copy holds.
+// not where one doesn't; what the demos found when they checked each backend's answers
+// (answers.js records, per model), its warm time, and which backend each demo uses.
 import {probeBackends, defaultBackend, showBackend, timingCandidates, hasFastBackend} from './runtime.js';
+import {allRecords, describeCheck} from './answers.js';
+
+function cell(text) {
+  const td = document.createElement('td');
+  td.textContent = text;
+  return td;
+}
+
+// A record's key names the demo's model: "<model id>" or "<model id>.<runtime>.<variant>".
+function modelName(key) {
+  return key.replace(/\.tfjs\./, ' ');
+}
+
+function formatMs(entry) {
+  const ms = entry.ms ?? entry.warmMs;
+  if (ms == null) return null;
+  return `${ms.toFixed(0)} ms${entry.ms == null ? ' (first run)' : ''}`;
+}
+
+// Per backend: what each model's page recorded.
+function backendRecords(records, backend) {
+  const rows = records.filter((r) => r.backends[backend]).map((r) => ({key: r.key, ...r.backends[backend]}));
+  return {
+    check: rows.map((r) => `${modelName(r.key)}: ${describeCheck(r.check)}`).join('; '),
+    warm: rows.map((r) => formatMs(r) && `${modelName(r.key)} ${formatMs(r)}`).filter(Boolean).join('; '),
+    wrong: rows.some((r) => r.check && !r.check.ok),
+    used: records.filter((r) => r.used === backend).map((r) => modelName(r.key)).join(', '),
+  };
+}
 
 async function main() {
   const probed = await probeBackends();
   const chosen = defaultBackend(probed);
+  const records = allRecords();
   const body = document.querySelector('#backend-table tbody');
   for (const p of probed) {
+    const seen = backendRecords(records, p.name);
     const row = document.createElement('tr');
-    row.dataset.backend = p.name;
-    row.dataset.ok = p.ok ? 'yes' : 'no';
-    for (const text of [p.name + (p.name === chosen ? ' (used)' : ''), p.ok ? 'yes' : 'no', p.note]) {
-      const cell = document.createElement('td');
-      cell.textContent = text;
-      row.append(cell);
-    }
+    Object.assign(row.dataset, {backend: p.name, ok: p.ok ? 'yes' : 'no', software: p.software ? 'yes' : 'no',
+                                answers: seen.wrong ? 'wrong' : (seen.check ? 'checked' : 'unchecked')});
+    row.append(cell(p.name + (p.name === chosen ? ' (likely)' : '')), cell(p.ok ? 'yes' : 'no'),
+               cell(p.note + (p.software ? '; a software GPU: not timed while WASM works' : '')),
+               cell(seen.check || (p.ok ? 'not checked yet' : '')), cell(seen.warm), cell(seen.used));
+    if (seen.wrong) row.classList.add('wrong-answers');
     body.append(row);
   }
   const summary = document.getElementById('backend-summary');
@@ -25,8 +56,9 @@ async function main() {
   } else if (timed.length === 1) {
     summary.textContent = `The demos will run on ${chosen.toUpperCase()} here (you can switch on each page).`;
   } else {
-    summary.textContent = `Each demo times ${timed.map((n) => n.toUpperCase()).join(' and ')} on its model once ` +
-      `and keeps the faster; ${chosen.toUpperCase()} is the likely one here (you can switch on each page).`;
+    summary.textContent = `Each demo checks the answers of ${timed.map((n) => n.toUpperCase()).join(' and ')} on ` +
+      `its model, times them once and keeps the fastest that answers right; ${chosen.toUpperCase()} is the likely ` +
+      'one here (you can switch on each page).';
   }
   if (chosen) showBackend(chosen);
 }

@@ -3,12 +3,13 @@
 // backend); only the model runs here. LiteRT tensors live in the WASM heap and are freed
 // by hand: every one this module makes is deleted in a finally, and counted, so tests can
 // hold the count (and the heap size) flat.
+import {describeAdapter, webgpuAdapterInfo} from './gpu.js';
+
 const CORE_URL = '/vendor/litertjs/core/index.js';
 const WASM_DIR = '/vendor/litertjs/wasm/';
 export const LITERT_BACKENDS = ['litert-wasm', 'litert-webgpu'];
 
 let lib = null;          // the @litertjs/core module, once imported
-let loading = null;      // Promise of {ok, threads, relaxedSimd, note}
 const live = {tensors: 0, models: 0};
 
 // LiteRT's own log: INFO/WARNING lines are chatter here (no NPU, GPU registered...).
@@ -22,62 +23,76 @@ export function isLiteRtBackend(name) {
 }
 
 // Which WASM build can run here: threads need relaxed SIMD, SharedArrayBuffer and a
-// cross-origin isolated page; without them LiteRT picks its single-threaded build.
+// cross-origin isolated page; without them LiteRT picks its single-threaded build. JSPI
+// (WebAssembly promise integration) is what WebGPU needs for a graph with CPU-only ops:
+// yolov5n's in-graph NMS fails on the other builds ("Asyncify is not defined", LiteRT #7314).
 async function wasmFeatures(core) {
-  const [relaxedSimd, threadsSupported] = await Promise.all(
-    [core.supportsFeature('relaxedSimd'), core.supportsFeature('threads')]);
+  const [relaxedSimd, threadsSupported, jspi] = await Promise.all(
+    [core.supportsFeature('relaxedSimd'), core.supportsFeature('threads'), core.supportsFeature('jspi')]);
   const threads = relaxedSimd && threadsSupported && globalThis.crossOriginIsolated === true
     && typeof SharedArrayBuffer === 'function';
-  return {relaxedSimd, threads};
+  return {relaxedSimd, threads, jspi};
 }
 
-// Imports the library and loads its WASM once per page. Never throws: a page without
-// LiteRT keeps its TF.js backends. -> {ok, threads, relaxedSimd, note}
-export function loadRuntime() {
-  if (!loading) {
-    loading = (async () => {
-      try {
-        if (typeof WebAssembly !== 'object') return {ok: false, note: 'no WebAssembly in this browser'};
-        const core = await import(CORE_URL);
-        const features = await wasmFeatures(core);
-        // Emscripten's Module object (read by the loader) takes the runtime's log lines,
-        // which would otherwise all land in console.error, INFO lines included.
-        globalThis.Module = {print: logLine, printErr: logLine};
-        try {
-          await core.loadLiteRt(WASM_DIR, {threads: features.threads});
-        } finally {
-          delete globalThis.Module;
-        }
-        lib = core;
-        const note = [features.threads ? 'threads' : 'no threads (single-threaded build)',
-                      features.relaxedSimd ? 'relaxed SIMD' : 'no relaxed SIMD (compat build)'].join(', ');
-        return {ok: true, ...features, note};
-      } catch (err) {
-        return {ok: false, note: `LiteRT.js did not load: ${String(err && err.message || err).slice(0, 120)}`};
-      }
-    })();
-  }
-  return loading;
+// The build for an accelerator: JSPI for WebGPU where the browser has it, else the fastest
+// WASM build (threads and JSPI are exclusive in LiteRT.js).
+function buildFor(accelerator, features) {
+  return accelerator === 'webgpu' && features.jspi ? 'jspi' : 'wasm';
 }
 
-async function webgpuAdapter() {
+// Imports the library and loads one of its WASM builds (`accelerator` picks it; default
+// 'wasm'). One build is loaded at a time: asking for the other unloads this one, which
+// invalidates its models (pages free theirs before they open another). Calls run one after
+// another (a model's parts load at once). Never throws: a page without LiteRT keeps its
+// TF.js backends. -> {ok, build, threads, relaxedSimd, jspi, note}
+export function loadRuntime(accelerator = 'wasm') {
+  const next = queue.then(() => switchRuntime(accelerator));
+  queue = next;
+  return next;
+}
+
+let queue = Promise.resolve();
+let runtime = null;      // what the last load gave
+
+async function switchRuntime(accelerator) {
+  if (runtime && (!runtime.ok || runtime.build === buildFor(accelerator, runtime))) return runtime;
+  if (runtime) lib.unloadLiteRt();
   try {
-    return navigator.gpu ? await navigator.gpu.requestAdapter() : null;
+    if (typeof WebAssembly !== 'object') return (runtime = {ok: false, note: 'no WebAssembly in this browser'});
+    const core = await import(CORE_URL);
+    const features = await wasmFeatures(core);
+    const build = buildFor(accelerator, features);
+    // Emscripten's Module object (read by the loader) takes the runtime's log lines,
+    // which would otherwise all land in console.error, INFO lines included.
+    globalThis.Module = {print: logLine, printErr: logLine};
+    try {
+      await core.loadLiteRt(WASM_DIR, build === 'jspi' ? {jspi: true} : {threads: features.threads});
+    } finally {
+      delete globalThis.Module;
+    }
+    lib = core;
+    const note = [features.threads ? 'threads' : 'no threads (single-threaded build)',
+                  features.relaxedSimd ? 'relaxed SIMD' : 'no relaxed SIMD (compat build)'].join(', ');
+    runtime = {ok: true, build, ...features, note};
   } catch (err) {
-    return null;
+    runtime = {ok: false, note: `LiteRT.js did not load: ${String(err && err.message || err).slice(0, 120)}`};
   }
+  return runtime;
 }
 
-// -> [{name: 'litert-wasm', ok, note}, {name: 'litert-webgpu', ok, note}]
+// -> [{name: 'litert-wasm', ok, note}, {name: 'litert-webgpu', ok, note, software?}]
 export async function probeLiteRt() {
   const runtime = await loadRuntime();
   const results = [{name: 'litert-wasm', ok: runtime.ok, note: runtime.note}];
+  const adapter = runtime.ok && lib.isWebGPUSupported() ? await webgpuAdapterInfo() : null;
   if (!runtime.ok) {
     results.push({name: 'litert-webgpu', ok: false, note: runtime.note});
-  } else if (!lib.isWebGPUSupported() || !(await webgpuAdapter())) {
+  } else if (!adapter) {
     results.push({name: 'litert-webgpu', ok: false, note: 'no WebGPU adapter in this browser'});
   } else {
-    results.push({name: 'litert-webgpu', ok: true, note: 'WebGPU'});
+    const build = runtime.jspi ? 'JSPI build' : 'no JSPI: graphs with CPU-only ops (NMS) fail';
+    results.push({name: 'litert-webgpu', ok: true, note: `WebGPU, ${describeAdapter(adapter)}, ${build}`,
+                  ...(adapter.software ? {software: true} : {})});
   }
   return results;
 }
@@ -181,16 +196,17 @@ export class LiteRtGraph {
   }
 
   dispose() {
-    if (!this.compiled.deleted) {
+    if (this.compiled.deleted) return;
+    try {
       this.compiled.delete();
-      live.models -= 1;
-    }
+    } catch (err) { /* its runtime build was unloaded (loadRuntime): nothing left to free */ }
+    live.models -= 1;
   }
 }
 
 // url of the .tflite -> LiteRtGraph on 'wasm' or 'webgpu', with byte progress.
 export async function loadTflite(url, accelerator, onProgress, expectedBytes = 0, keyOf = {}) {
-  const runtime = await loadRuntime();
+  const runtime = await loadRuntime(accelerator);
   if (!runtime.ok) throw new Error(runtime.note);
   const bytes = await fetchBytes(url, onProgress, expectedBytes);
   const compiled = await lib.loadAndCompile(bytes, {accelerator});

@@ -3,36 +3,23 @@
 // the litert-* backends run the model's .tflite with LiteRT.js (litert.js), while TF.js
 // (on WASM, else CPU) still does the pre- and post-processing around it.
 import {LITERT_BACKENDS, isLiteRtBackend, probeLiteRt} from './litert.js';
+import {describeAdapter, isSoftwareRenderer, webglRenderer, webgpuAdapterInfo} from './gpu.js';
 
 const tf = globalThis.tf;
 
 export const BACKENDS = ['webgpu', 'webgl', 'wasm', 'cpu'];
 export const ALL_BACKENDS = [...BACKENDS, ...LITERT_BACKENDS];
-export {isLiteRtBackend};
+export {isLiteRtBackend, isSoftwareRenderer};
 const WASM_PATH = '/vendor/tfjs-wasm/';
 
 if (tf && tf.wasm) tf.wasm.setWasmPaths(WASM_PATH);
 
-// A software WebGL (SwiftShader, llvmpipe) is 10-20x slower than WASM: not a GPU.
-function webglRenderer() {
-  try {
-    const gl = document.createElement('canvas').getContext('webgl2');
-    if (!gl) return null;
-    const info = gl.getExtension('WEBGL_debug_renderer_info');
-    return info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
-  } catch (err) {
-    return null;
-  }
-}
-
-export function isSoftwareRenderer(renderer) {
-  return /swiftshader|llvmpipe|software|basic render/i.test(renderer || '');
-}
-
-// Try each backend once; returns [{name, ok, note}], leaving no backend half-initialised.
+// Try each backend once; returns [{name, ok, note, software?}], leaving no backend
+// half-initialised. `software`: a software GPU (SwiftShader WebGL or WebGPU adapter).
 export async function probeBackends() {
   const results = [];
   const renderer = webglRenderer();
+  const adapter = await webgpuAdapterInfo();
   for (const name of BACKENDS) {
     if (!tf.findBackendFactory(name)) {
       results.push({name, ok: false, note: 'not bundled'});
@@ -47,29 +34,35 @@ export async function probeBackends() {
       ok = false;
       note = String(err && err.message || err).slice(0, 120);
     }
-    if (ok && name === 'webgl') note = renderer ? `renderer: ${renderer}` : '';
+    let software = false;
+    if (ok && name === 'webgl') {
+      note = renderer ? `renderer: ${renderer}` : '';
+      software = isSoftwareRenderer(renderer);
+    }
+    if (ok && name === 'webgpu' && adapter) {
+      note = describeAdapter(adapter);
+      software = adapter.software;
+    }
     if (ok && name === 'wasm') {
       note = [tf.env().getBool('WASM_HAS_SIMD_SUPPORT') ? 'SIMD' : 'no SIMD',
               tf.env().getBool('WASM_HAS_MULTITHREAD_SUPPORT') ? 'threads' : 'no threads'].join(', ');
     }
     if (!ok && !note) note = 'unavailable in this browser';
-    results.push({name, ok, note});
+    results.push({name, ok, note, ...(software ? {software} : {})});
   }
   results.push(...await probeLiteRt());
   return results;
 }
 
+const GPU_FIRST = ['webgpu', 'litert-webgpu', 'webgl', 'litert-wasm', 'wasm'];
+
 // The likely pick: a hardware GPU backend if there is one, else LiteRT.js on WASM (about
-// 2x TF.js WASM, measured), else TF.js WASM, else CPU. Pages time the candidates anyway.
+// 2x TF.js WASM, measured), else TF.js WASM, else a software GPU, else CPU. Pages time the
+// candidates anyway.
 export function defaultBackend(probed) {
-  const works = (n) => probed.some((p) => p.name === n && p.ok);
-  const softwareGl = isSoftwareRenderer(webglRenderer());
-  if (works('webgpu')) return 'webgpu';
-  if (works('webgl') && !softwareGl) return 'webgl';
-  if (works('litert-wasm')) return 'litert-wasm';
-  if (works('wasm')) return 'wasm';
-  if (works('webgl')) return 'webgl';
-  return works('cpu') ? 'cpu' : null;
+  const works = (n, software) => probed.some((p) => p.name === n && p.ok && !p.software === !software);
+  return GPU_FIRST.find((n) => works(n, false)) || GPU_FIRST.find((n) => works(n, true))
+    || (works('cpu', false) ? 'cpu' : null);
 }
 
 // The TF.js backend that does the tensor work around a LiteRT model.
@@ -109,6 +102,10 @@ export async function loadModel(url, onProgress) {
 // Graph models with dynamic ops (NMS, control flow) need executeAsync; the others run
 // faster and quieter with execute. Learned once per model on its first call.
 export async function runModel(model, feed, outputs) {
+  return perturbed(model, await execute(model, feed, outputs));
+}
+
+async function execute(model, feed, outputs) {
   if (model.runtime === 'litert') return model.predict(feed, outputs);
   if (!model.needsAsync) {
     try {
@@ -121,20 +118,20 @@ export async function runModel(model, feed, outputs) {
   return model.executeAsync(feed, outputs);
 }
 
-// One pass on zeros compiles shaders / allocates kernels before the first real frame.
-export async function warmUp(model) {
-  const inputs = model.inputs.map((input) => {
-    const shape = input.shape.map((d) => (d == null || d < 0 ? 1 : d));
-    return tf.zeros(shape, input.dtype === 'int32' ? 'int32' : 'float32');
-  });
-  const started = performance.now();
-  const feed = inputs.length === 1 ? inputs[0] : Object.fromEntries(model.inputs.map((inp, i) => [inp.name, inputs[i]]));
-  const out = await runModel(model, feed);
-  // Reading one value waits for the backend to finish (WebGL/WebGPU run asynchronously).
-  await (Array.isArray(out) ? out[0] : out).data();
-  tf.dispose(out);
-  tf.dispose(inputs);
-  return performance.now() - started;
+// Test hook: globalThis.DATARAILROAD_PERTURB = {backend, add} makes that backend answer
+// wrong (`add` on every float output), as a faulty GPU driver would; the answer check must
+// then keep the page off it. Unset in normal use.
+function perturbed(model, result) {
+  const fault = globalThis.DATARAILROAD_PERTURB;
+  const backend = model.runtime === 'litert' ? `litert-${model.accelerator}` : tf.getBackend();
+  if (!fault || fault.backend !== backend) return result;
+  const shift = (t) => {
+    if (t.dtype !== 'float32') return t;
+    const moved = tf.add(t, fault.add);
+    t.dispose();
+    return moved;
+  };
+  return Array.isArray(result) ? result.map(shift) : shift(result);
 }
 
 export function pageData() {
@@ -161,45 +158,60 @@ export function rememberBackend(modelId, backend) {
   } catch (err) { /* private mode: choose again next time */ }
 }
 
-// A backend fast enough for live video: WebGPU, hardware WebGL, WASM, or LiteRT.js.
+// A backend fast enough for live video: WebGPU or WebGL on a hardware GPU, WASM, or LiteRT.js.
 export function hasFastBackend(probed) {
-  return probed.some((p) => p.ok && (p.name === 'webgpu' || p.name === 'wasm' || isLiteRtBackend(p.name)
-                                     || (p.name === 'webgl' && !isSoftwareRenderer(webglRenderer()))));
+  return probed.some((p) => p.ok && !p.software && p.name !== 'cpu');
 }
 
-// Candidates worth timing: every working backend but CPU (always slowest), and not a
-// software WebGL when WASM works (10-20x slower: minutes of warm-up for nothing).
-export function timingCandidates(probed) {
-  const works = probed.filter((p) => p.ok).map((p) => p.name);
-  let candidates = works.filter((n) => n !== 'cpu');
-  if (candidates.includes('wasm') && isSoftwareRenderer(webglRenderer())) {
-    candidates = candidates.filter((n) => n !== 'webgl');
-  }
-  return candidates.length ? candidates : works;
+// Candidates worth timing: every working backend but CPU (always slowest), and no software
+// GPU when another works (10-20x slower than WASM: minutes of warm-up for nothing).
+export function timingCandidates(probed, excluded = []) {
+  const works = probed.filter((p) => p.ok && !excluded.includes(p.name));
+  let candidates = works.filter((p) => p.name !== 'cpu');
+  if (candidates.some((p) => !p.software)) candidates = candidates.filter((p) => !p.software);
+  return (candidates.length ? candidates : works).map((p) => p.name);
 }
 
-// override (URL ?backend= or the selector) > remembered > fastest measured.
-// timeOne(backend) loads the model there and returns the ms of one warm run.
-export async function chooseBackend(modelId, probed, timeOne, override) {
+// override (URL ?backend= or the selector) > remembered > fastest measured among those that
+// answer right. `excluded`: backends known to answer wrong for this build (not timed).
+// timeOne(backend) loads the model there and returns {ms, check} of its warm runs (check:
+// answers.js judge, null without a record); a backend whose check fails is not chosen.
+// -> {backend, reason, timings?, checks?}; throws when no backend answers right.
+export async function chooseBackend(modelId, probed, timeOne, override, excluded = []) {
   const works = (n) => probed.some((p) => p.name === n && p.ok);
   if (override && works(override)) return {backend: override, reason: 'chosen'};
   const remembered = rememberedBackend(modelId);
-  if (remembered && works(remembered)) return {backend: remembered, reason: 'remembered'};
-  const candidates = timingCandidates(probed);
+  if (remembered && works(remembered) && !excluded.includes(remembered)) return {backend: remembered, reason: 'remembered'};
+  const candidates = timingCandidates(probed, excluded);
+  if (!candidates.length) throw new NoRightBackend(excluded);
   if (candidates.length === 1) return {backend: candidates[0], reason: 'only one'};
   const timings = {};
+  const checks = {};
   for (const name of candidates) {
     try {
       await useBackend(name);
-      timings[name] = await timeOne(name);
+      const timed = await timeOne(name);
+      checks[name] = timed.check;
+      timings[name] = timed.check && !timed.check.ok ? Infinity : timed.ms;
     } catch (err) {
       timings[name] = Infinity;
     }
   }
   const best = Object.keys(timings).reduce((a, b) => (timings[a] <= timings[b] ? a : b));
-  if (!Number.isFinite(timings[best])) throw new Error('no backend of this browser could run the model');
+  if (!Number.isFinite(timings[best])) {
+    if (Object.values(checks).some((c) => c && !c.ok)) throw new NoRightBackend([...excluded, ...Object.keys(checks)]);
+    throw new Error('no backend of this browser could run the model');
+  }
   rememberBackend(modelId, best);
-  return {backend: best, reason: 'fastest', timings};
+  return {backend: best, reason: 'fastest', timings, checks};
+}
+
+// Every backend of this browser that could run the model answered wrong (or was recorded so).
+export class NoRightBackend extends Error {
+  constructor(wrong) {
+    super(`no backend of this browser gave the right answers (wrong: ${wrong.join(', ')})`);
+    this.wrong = wrong;
+  }
 }
 
 export function urlOverride(name) {
@@ -234,13 +246,4 @@ export function tfliteArtifact(manifest, part = 'model') {
   const artifact = (manifest.litert || {})[part];
   return artifact ? {url: `/models/${encodeURIComponent(manifest.id)}/${artifact.path}`, bytes: artifact.bytes || 0}
     : null;
-}
-
-// Median ms of `runs` executions of a warm model on zeros (used to compare backends).
-export async function timeModel(model, runs = 2) {
-  await warmUp(model);
-  const times = [];
-  for (let i = 0; i < runs; i++) times.push(await warmUp(model));
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
 }
