@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract import answers
+
 from . import detections, parity, sources, stages, tfjs, tflite
 from .errors import ConverterError
 from .manifest import sha256_file
@@ -214,6 +216,10 @@ def _child(request_file: str) -> None:
         y = model(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
     y = (y[0] if isinstance(y, (list, tuple)) else y).numpy()
     np.save(request["reference"], y)
+    # The answer check's pattern (modelcontract.answers) through the same network.
+    with torch.no_grad():
+        y = model(torch.from_numpy(np.load(request["answer_input"])).permute(0, 3, 1, 2).contiguous())
+    np.save(request["answer_reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
     # The same weights at the default size, for the agreement of another size with it.
     for photo, paths in request["agreement"].items():
         with torch.no_grad():
@@ -300,8 +306,10 @@ def load(ctx) -> types.SimpleNamespace:
                "input": str(folder / "input.npy"), "reference": str(folder / "reference.npy"),
                "reference_fp64": str(folder / "reference_fp64.npy"),
                "calibration": str(folder / "calibration.npy"), "result": str(folder / "result.json"),
+               "answer_input": str(folder / "answer-input.npy"), "answer_reference": str(folder / "answer.npy"),
                "agreement": {}}
     np.save(request["input"], x)
+    np.save(request["answer_input"], answers.model_input(spec))
     # calibrated at the default size whatever --imgsz says: the same random weights as the 640 build
     np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
     if ctx.imgsz != IMGSZ:
@@ -327,12 +335,13 @@ def export(ctx, loaded) -> types.SimpleNamespace:
         reference = np.load(request["reference"])
         exact = np.load(request["reference_fp64"])
         agreement_reference = {photo: np.load(paths["reference"]) for photo, paths in request["agreement"].items()}
+        answer = (np.load(request["answer_input"]), np.load(request["answer_reference"]))
     finally:
         loaded.tmp.cleanup()
     model_json = json.loads((ctx.workdir / "tfjs" / "model.json").read_text())
     sig = tfjs.graph_signature(model_json)
     return types.SimpleNamespace(
-        result=result, reference=reference, exact=exact, agreement_reference=agreement_reference,
+        result=result, reference=reference, exact=exact, agreement_reference=agreement_reference, answer=answer,
         input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json),
         output_name=sig["outputs"][0]["name"] if sig["outputs"] else "Identity")
 
@@ -425,6 +434,11 @@ def describe(ctx, loaded, exported, verified) -> dict:
             "passed": checked.passed,
         },
         "speed": checked.speed,
+        "answer_check": stages.answer_check(ctx, {"model": stages.AnswerPart(
+            reference={exported.output_name: exported.answer[1]}, tfjs_model="tfjs/model.json",
+            inputs={exported.input_name: exported.answer[0]}, tfjs_outputs=[exported.output_name],
+            roles=lambda out: {exported.output_name: out[exported.output_name]})},
+            f"PyTorch {metadata.version('torch')} (ultralytics)"),
     }
     if verified.agreement is not None:
         fields["agreement"] = verified.agreement

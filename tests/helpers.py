@@ -504,6 +504,8 @@ CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
     "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--enable-unsafe-swiftshader",
+    # WebGPU on SwiftShader's Vulkan (software): the WebGPU paths run in the tests (answers, not speed).
+    "--enable-unsafe-webgpu",
     "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1, EXCLUDE localhost",
 ]
 

@@ -101,9 +101,11 @@ def test_index_reports_litert_with_its_features(browser, base_url):
         "#backend-table tbody tr", "rows => rows.map(r => [r.dataset.backend, r.dataset.ok, r.cells[2].textContent])")
     context.close()
     table = {name: (ok, note) for name, ok, note in rows}
-    # Chromium here: relaxed SIMD, threads (the page is cross-origin isolated), no WebGPU adapter.
+    # Chromium here: relaxed SIMD, threads (the page is cross-origin isolated), and with
+    # --enable-unsafe-webgpu SwiftShader's software WebGPU adapter, which LiteRT.js runs on its JSPI build.
     assert table["litert-wasm"] == ("yes", "threads, relaxed SIMD")
-    assert table["litert-webgpu"][0] == "no" and "WebGPU" in table["litert-webgpu"][1]
+    assert table["litert-webgpu"][0] == "yes" and "swiftshader (software)" in table["litert-webgpu"][1]
+    assert "JSPI build" in table["litert-webgpu"][1]
     assert log.outside_requests == [] and log.console_errors == []
 
 

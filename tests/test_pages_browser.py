@@ -78,19 +78,23 @@ def test_index_reports_backends(browser, base_url):
     context = browser.new_context()
     page, log = open_page(context, base_url + "/")
     page.wait_for_selector("#backend-table tbody tr[data-backend='cpu']", timeout=60_000)
-    rows = page.eval_on_selector_all("#backend-table tbody tr",
-                                     "rows => rows.map(r => [r.dataset.backend, r.dataset.ok, r.cells[2].textContent])")
+    rows = page.eval_on_selector_all("#backend-table tbody tr", "rows => rows.map(r => [r.dataset.backend,"
+                                     " r.dataset.ok, r.cells[2].textContent, r.dataset.software])")
     chosen = page.get_attribute("#backend-summary", "data-backend")
     context.close()
-    works = {name: ok == "yes" for name, ok, _ in rows}
-    notes = {name: note for name, _, note in rows}
+    works = {name: ok == "yes" for name, ok, _, _ in rows}
+    notes = {name: note for name, _, note, _ in rows}
+    software = {name: flag == "yes" for name, _, _, flag in rows}
     assert works["wasm"] and works["cpu"]
     assert set(works) == {"webgpu", "webgl", "wasm", "cpu", "litert-wasm", "litert-webgpu"}
-    # The rule, not this host: a GPU backend, unless WebGL is software (SwiftShader), then
-    # LiteRT.js on WASM (measured ~2x TF.js WASM), then TF.js WASM.
-    software_gl = re.search(r"swiftshader|llvmpipe|software|basic render", notes["webgl"], re.I)
-    expected = next(name for name, ok in [("webgpu", works["webgpu"]), ("webgl", works["webgl"] and not software_gl),
-                                          ("litert-wasm", works["litert-wasm"]), ("wasm", True)] if ok)
+    # A software GPU (SwiftShader WebGL or WebGPU adapter) is said to be one.
+    for name in ("webgl", "webgpu"):
+        if works[name] and re.search(r"swiftshader|llvmpipe|lavapipe", notes[name], re.I):
+            assert software[name], notes[name]
+    # The rule, not this host: a hardware GPU backend, then LiteRT.js on WASM (measured ~2x
+    # TF.js WASM), then TF.js WASM.
+    expected = next(name for name in ("webgpu", "litert-webgpu", "webgl", "litert-wasm", "wasm")
+                    if works[name] and not software[name])
     assert chosen == expected, (chosen, rows)
 
 
