@@ -577,6 +577,15 @@ def page_detections(page) -> list[dict]:
         " score: +li.dataset.score, box: li.dataset.box.split(',').map(Number)}))")
 
 
+@contextmanager
+def recorded_figures(name: str):
+    """A dict a test module fills with measured figures, written to test-artifacts/<name> at the end."""
+    data: dict = {}
+    yield data
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / name).write_text(json.dumps(data, indent=1, sort_keys=True))
+
+
 def screenshot(page, name: str) -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

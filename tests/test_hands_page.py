@@ -6,16 +6,15 @@ photos — through the image input (file picker and drag-and-drop) and through t
 hygiene; zero requests outside 127.0.0.1."""
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 import pytest
 
 from modelcontract.hands import SWAP
-from tests.helpers import (ARTIFACTS, CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
-                           mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb, screenshot,
-                           serving, wait_frames, write_y4m)
+from tests.helpers import (CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
+                           mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb,
+                           recorded_figures, screenshot, serving, wait_frames, write_y4m)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -38,10 +37,8 @@ def base_url(handpose):
 @pytest.fixture(scope="module")
 def figures():
     """Measured figures, written to test-artifacts/hands-figures.json at the end."""
-    data: dict = {}
-    yield data
-    ARTIFACTS.mkdir(exist_ok=True)
-    (ARTIFACTS / "hands-figures.json").write_text(json.dumps(data, indent=1, sort_keys=True))
+    with recorded_figures("hands-figures.json") as data:
+        yield data
 
 
 # Records every value the load progress bar is given (byte progress of the library's loads).

@@ -63,7 +63,7 @@ def test_page_is_offline_and_clean(browser, base_url, path):
     if path == "/":
         page.wait_for_selector("#backend-badge[data-backend]:not([data-backend=''])", timeout=60_000)
     elif path == "/classify":
-        page.wait_for_selector("#model-status[data-state='ready']", timeout=60_000)
+        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
     elif path != "/":
         assert page.get_attribute("#model-status", "data-state") == "missing"
         assert "python -m converters" in page.inner_text("#model-status")
