@@ -64,15 +64,17 @@ function markFailed(probed, backend, err) {
 }
 
 // A one-graph model's answer on the check pattern: {model: {role: TypedArray}} (answers.js).
+// A build without a record (or without named outputs) still runs once, as a warm-up: null.
 export async function graphAnswer(model, manifest) {
-  const roles = graphRoles(manifest);
+  const roles = manifest.answer_check ? graphRoles(manifest) : [];
   const input = modelInput(manifest.input);
   let outputs;
   try {
-    outputs = await runModel(model, input, roles.map((r) => r.name));
-    outputs = Array.isArray(outputs) ? outputs : [outputs];
+    outputs = await runModel(model, input, roles.length ? roles.map((r) => r.name) : undefined);
+    // One tensor, a list, or (structured outputs, no names asked) a map of them.
+    outputs = outputs instanceof tf.Tensor ? [outputs] : Object.values(outputs);
     const data = await Promise.all(outputs.map((t) => t.data()));
-    return {model: Object.fromEntries(roles.map((r, i) => [r.role, data[i]]))};
+    return roles.length ? {model: Object.fromEntries(roles.map((r, i) => [r.role, data[i]]))} : null;
   } finally {
     input.dispose();
     if (outputs) tf.dispose(outputs);
