@@ -10,13 +10,21 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 HTTPS ?=
 
-.PHONY: run test setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
+.PHONY: run test test-quick lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
 run: tools setup models serve
 
-test: tools system-deps setup
+test: tools system-deps setup lint
 	@set +e; $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+# The same without the tests marked slow (minutes each: SwiftShader WebGPU live frames).
+test-quick:
+	$(MAKE) test PYTEST_ARGS='-m "not slow" $(PYTEST_ARGS)'
+
+# ruff.toml holds the rule set: bugs, not style.
+lint: setup
+	$(VENV)/bin/ruff check .
 
 setup: $(VENV)/.installed node_modules/.package-lock.json
 

@@ -157,7 +157,7 @@ def answer_check(ctx, parts: dict[str, AnswerPart], source: str) -> dict:
     from modelcontract import answers
 
     measured = 0.0
-    for name, part in parts.items():
+    for part in parts.values():
         run_ = parity.run_tfjs(ctx.workdir / part.tfjs_model, part.inputs, outputs=part.tfjs_outputs)
         got = part.roles(run_["outputs"])
         measured = max(measured, answers.error(answers.reference(part.reference), got))

@@ -221,7 +221,7 @@ def _child(request_file: str) -> None:
         y = model(torch.from_numpy(np.load(request["answer_input"])).permute(0, 3, 1, 2).contiguous())
     np.save(request["answer_reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
     # The same weights at the default size, for the agreement of another size with it.
-    for photo, paths in request["agreement"].items():
+    for paths in request["agreement"].values():
         with torch.no_grad():
             y = model(torch.from_numpy(np.load(paths["input"])).permute(0, 3, 1, 2).contiguous())
         np.save(paths["reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())

@@ -196,10 +196,6 @@ def summary(manifest: dict) -> dict:
     }
 
 
-def by_task(task: str) -> list[dict]:
-    return [m for m in load_all() if m.get("task") == task]
-
-
 # ---------------------------------------------------------------------------- integrity
 
 def model_path(folder: Path, relative: str) -> Path | None:

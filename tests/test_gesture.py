@@ -110,7 +110,7 @@ def cases():
         expected = HAND_GESTURES[hand["photo"]]
         image, world = hand["image"], hand["world"]
         for mode in ("2d", "world"):
-            def add(tag, img, wld, want, hold="none"):
+            def add(tag, img, wld, want, hold="none", mode=mode, key=key):
                 pts = img[:, :2] if mode == "2d" else img
                 out[f"{key}:{mode}:{tag}"] = (pts, wld if mode == "world" else None, want, hold)
 
