@@ -609,3 +609,16 @@ def drop_files(page, selector: str, files: list[tuple[str, str, bytes]]):
         }""",
         [selector, payload],
     )
+
+
+# After every frame a page shows (#results data-frame, between frames: nothing in flight):
+# TF.js's tensor count, LiteRT's live tensors and compiled models, and the WASM heap they sit in.
+RECORD_FRAMES = """async () => {
+  const {liteRtStats} = await import('/static/js/litert.js');
+  window.__frames = [];
+  const results = document.getElementById('results');
+  new MutationObserver(() => window.__frames.push({
+    frame: +results.dataset.frame, backend: document.body.dataset.backend, tfTensors: tf.memory().numTensors,
+    gestures: Array.from(results.children).map((li) => li.dataset.gesture), ...liteRtStats(),
+  })).observe(results, {attributes: true, attributeFilter: ['data-frame']});
+}"""

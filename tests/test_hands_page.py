@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from modelcontract.hands import SWAP
-from tests.helpers import (CHROMIUM, HAND_GESTURES, drop_files, fake_camera_flags, launch, letterbox_rgb,
-                           mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb, read_y4m_rgb,
-                           recorded_figures, screenshot, serving, wait_frames, write_y4m)
+from tests.helpers import (CHROMIUM, HAND_GESTURES, RECORD_FRAMES, drop_files, fake_camera_flags, launch,
+                           letterbox_rgb, mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb,
+                           read_y4m_rgb, recorded_figures, screenshot, serving, wait_frames, write_y4m)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -342,19 +342,6 @@ def test_server_backend_gives_the_same_hands_as_the_browser(browser, base_url, f
 # The same pipeline (static/js/handpipeline.js) runs the palm and landmark .tflite files on
 # LiteRT.js; TF.js (on WASM) only does the crops around them.
 
-# LiteRT's own counts (live tensors and compiled models this page made) and the WASM heap
-# they sit in, with TF.js's tensor count, recorded after every frame.
-RECORD_LITERT = """async () => {
-  const {liteRtStats} = await import('/static/js/litert.js');
-  window.__litert = [];
-  const results = document.getElementById('results');
-  new MutationObserver(() => window.__litert.push({
-    frame: +results.dataset.frame, backend: document.body.dataset.backend, tfTensors: tf.memory().numTensors,
-    gestures: Array.from(results.children).map((li) => li.dataset.gesture), ...liteRtStats(),
-  })).observe(results, {attributes: true, attributeFilter: ['data-frame']});
-}"""
-
-
 def test_litert_gives_the_wasm_hands_on_every_photo(browser, base_url, image_page, figures):
     """litert-wasm vs wasm through the image input: same hands, handedness and gestures, every
     keypoint within 1 px (the page rounds them to 0.1 px)."""
@@ -394,7 +381,7 @@ def test_litert_live_memory_flat_and_across_a_backend_switch(pw, base_url, camer
         context = browser.new_context()
         page, log = open_page(context, f"{base_url}/hands?backend=litert-wasm")
         page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
-        page.evaluate(RECORD_LITERT)
+        page.evaluate(RECORD_FRAMES)
         start = frame(page)
         wait_frames(page, start + LITERT_LIVE_FRAMES, timeout=600_000)
         fps = float(page.get_attribute("#hud", "data-fps") or 0)
@@ -408,7 +395,7 @@ def test_litert_live_memory_flat_and_across_a_backend_switch(pw, base_url, camer
         page.select_option("#backend-select", "litert-wasm")
         page.wait_for_function("() => document.body.dataset.backend === 'litert-wasm'", timeout=300_000)
         wait_frames(page, frame(page) + 30)
-        recorded = page.evaluate("() => window.__litert")
+        recorded = page.evaluate("() => window.__frames")
         context.close()
     finally:
         browser.close()
