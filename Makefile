@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 HTTPS ?=
 
-.PHONY: run test test-quick lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
+.PHONY: run test test-quick test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
 run: tools setup models serve
 
@@ -21,6 +21,11 @@ test: tools system-deps setup lint
 # The same without the tests marked slow (minutes each: SwiftShader WebGPU live frames).
 test-quick:
 	$(MAKE) test PYTEST_ARGS='-m "not slow" $(PYTEST_ARGS)'
+
+# The unit part only (no model built, no browser, no server processes; tests/conftest.py
+# sorts each test by what it needs): the loop while editing.
+test-fast:
+	$(MAKE) test PYTEST_ARGS='-m unit $(PYTEST_ARGS)'
 
 # ruff.toml holds the rule set: bugs, not style.
 lint: setup

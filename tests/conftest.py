@@ -95,3 +95,30 @@ def browser(pw):
     b = launch(pw)
     yield b
     b.close()
+
+
+# ------------------------------------------------------------------ the suite in parts
+# Each test gets one marker for what it needs, read off its fixtures, so a new test is sorted
+# without anyone remembering to mark it (pytest.ini lists them; `make test-fast` runs unit):
+#   browser  Chromium through Playwright (the pw fixture)
+#   cluster  a Ray cluster or gunicorn processes of its own (the modules below)
+#   convert  converted models (the models_dir fixture) or a converter run in a subprocess
+#   unit     none of these: seconds, no model built
+CLUSTER_MODULES = {"test_cluster", "test_serve_install", "test_memory_bounds"}
+CONVERT_MODULES = {"test_convert_efficientnet", "test_convert_handpose", "test_convert_yolo",
+                   "test_converter_pipeline", "test_model_integrity"}
+
+
+def part_of(module: str, fixtures: set[str]) -> str:
+    if "pw" in fixtures:
+        return "browser"
+    if module in CLUSTER_MODULES:
+        return "cluster"
+    if "models_dir" in fixtures or module in CONVERT_MODULES:
+        return "convert"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        item.add_marker(part_of(item.module.__name__.rsplit(".", 1)[-1], set(item.fixturenames)))
