@@ -1,0 +1,57 @@
+"""Synthetic detections for the tracker's tests: objects moving at constant velocity with
+jitter, missed detections, weak scores and clutter, each detection tagged with the object it
+came from (``truth``, None for clutter), so ID switches can be counted."""
+from __future__ import annotations
+
+import numpy as np
+
+LABELS = ("person", "car", "dog")
+
+
+def scene(seed: int, frames: int = 60, objects: int = 6, size=(640, 480), jitter: float = 1.5,
+          miss: float = 0.1, weak: float = 0.15, clutter: float = 0.5) -> list[list[dict]]:
+    rng = np.random.default_rng(seed)
+    width, height = size
+    wh = rng.uniform([30, 40], [120, 160], size=(objects, 2))
+    start = rng.uniform([0, 0], [width - 120, height - 160], size=(objects, 2))
+    velocity = rng.uniform(-6, 6, size=(objects, 2))
+    classes = rng.integers(0, len(LABELS), size=objects)
+    out = []
+    for f in range(frames):
+        dets = []
+        for k in range(objects):
+            if f > 0 and rng.random() < miss:
+                continue
+            x, y = start[k] + velocity[k] * f + rng.normal(0, jitter, 2)
+            w, h = wh[k] * (1 + rng.normal(0, 0.02, 2))
+            score = rng.uniform(0.15, 0.45) if rng.random() < weak else rng.uniform(0.65, 0.95)
+            dets.append(detection([x, y, x + w, y + h], score, int(classes[k]), truth=k))
+        for _ in range(rng.poisson(clutter)):
+            x, y = rng.uniform([0, 0], [width - 40, height - 40])
+            dets.append(detection([x, y, x + 40, y + 40], rng.uniform(0.1, 0.4), int(rng.integers(0, 3)), truth=None))
+        order = rng.permutation(len(dets))   # a detector's order says nothing about identity
+        out.append([dets[i] for i in order])
+    return out
+
+
+def detection(box, score: float, class_id: int, truth=None) -> dict:
+    return {"box": [float(v) for v in box], "score": float(score), "class_id": class_id,
+            "label": LABELS[class_id], "truth": truth}
+
+
+def id_switches(frames: list[list[dict]], tracked: list[list[dict]]) -> tuple[int, int]:
+    """(switches, matched): how often an object's track ID changed from the one it had last,
+    matching each frame's tracks to its detections by identical box."""
+    last: dict[int, int] = {}
+    switches = matched = 0
+    for dets, tracks in zip(frames, tracked):
+        by_box = {tuple(d["box"]): d["truth"] for d in dets}
+        for t in tracks:
+            truth = by_box.get(tuple(t["box"]))
+            if truth is None:
+                continue
+            matched += 1
+            if truth in last and last[truth] != t["id"]:
+                switches += 1
+            last[truth] = t["id"]
+    return switches, matched
