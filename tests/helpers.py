@@ -145,27 +145,48 @@ def letterbox_rgb(image, width: int = 640, height: int = 480, fill: int = 0):
     return canvas
 
 
-def write_y4m(path: Path, rgb, frames: int = 2) -> Path:
-    """A YUV4MPEG2 (4:2:0, BT.601 studio range) file Chromium's fake camera plays in a loop."""
+def write_y4m(path: Path, rgb, frames: int = 2, fps: int = 30) -> Path:
+    """A YUV4MPEG2 (4:2:0, BT.601 studio range) file Chromium's fake camera plays in a loop:
+    one RGB image ``frames`` times, or a clip [N, H, W, 3] frame by frame."""
+    clip = np.asarray(rgb)
+    clip = clip[None].repeat(frames, 0) if clip.ndim == 3 else clip
+    h, w = clip.shape[1:3]
+    assert h % 2 == 0 and w % 2 == 0, "4:2:0 needs even sizes"
+    with open(path, "wb") as f:
+        f.write(f"YUV4MPEG2 W{w} H{h} F{fps}:1 Ip A1:1 C420jpeg\n".encode())
+        for image in clip:
+            f.write(b"FRAME\n")
+            for p in yuv420(image):
+                f.write(p.tobytes())
+    return Path(path)
+
+
+def write_webm(path: Path, clip, fps: int) -> Path:
+    """A clip [N, H, W, 3] (RGB uint8) as a VP8 WebM, which Chromium plays as a video file."""
+    import cv2
+
+    h, w = clip.shape[1:3]
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"VP80"), fps, (w, h))
+    assert writer.isOpened(), "this OpenCV cannot write VP8 WebM"
+    for image in clip:
+        writer.write(np.ascontiguousarray(image[..., ::-1]))
+    writer.release()
+    return Path(path)
+
+
+def yuv420(rgb) -> list[np.ndarray]:
+    """RGB uint8 -> the Y, U, V planes of 4:2:0 (chroma averaged over 2x2)."""
     rgb = np.asarray(rgb, dtype=np.float32)
     h, w = rgb.shape[:2]
-    assert h % 2 == 0 and w % 2 == 0, "4:2:0 needs even sizes"
     r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
     y = 16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255
     u = 128 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255
     v = 128 + (112.0 * r - 93.786 * g - 18.214 * b) / 255
 
-    def sub(plane):  # 2x2 average for the chroma planes
+    def sub(plane):
         return plane.reshape(h // 2, 2, w // 2, 2).mean(axis=(1, 3))
 
-    planes = [np.clip(np.round(p), 0, 255).astype(np.uint8) for p in (y, sub(u), sub(v))]
-    with open(path, "wb") as f:
-        f.write(f"YUV4MPEG2 W{w} H{h} F30:1 Ip A1:1 C420jpeg\n".encode())
-        for _ in range(frames):
-            f.write(b"FRAME\n")
-            for p in planes:
-                f.write(p.tobytes())
-    return Path(path)
+    return [np.clip(np.round(p), 0, 255).astype(np.uint8) for p in (y, sub(u), sub(v))]
 
 
 def read_y4m_rgb(path: Path):

@@ -55,3 +55,41 @@ def id_switches(frames: list[list[dict]], tracked: list[list[dict]]) -> tuple[in
                 switches += 1
             last[truth] = t["id"]
     return switches, matched
+
+
+# ------------------------------------------------------------------ a clip for the camera
+
+# A person in bus.jpg (810 x 1080), standing clear of the others.
+PERSON_CROP = (48, 399, 244, 902)
+
+
+def ping_pong_clip(photo, size=(640, 360), frames: int = 150, lag: float = 0.25) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Two people (the same crop, one mirrored) on two rows, walking across the frame and back
+    in opposite directions (slowing down to turn), ``lag`` of a loop apart (so they cross the
+    middle at different times); the clip loops without a jump (the fake camera replays it), so
+    each crosses the middle once each way per loop and one track can follow each for ever. With
+    lag 0.25 the second starts on the middle; played once (a file), lag 0.125 has all four
+    crossings inside the clip.
+    -> (clip [N, H, W, 3] uint8, [boxes [N, 4]] per person)."""
+    from PIL import Image
+
+    width, height = size
+    w, h = 62, 160
+    person = np.asarray(Image.fromarray(photo).crop(PERSON_CROP).resize((w, h), Image.BILINEAR))
+    u = np.arange(frames) / frames
+
+    def there_and_back(t):       # 0 -> 1 -> 0 over one loop, periodic, slowing to turn as people do
+        return (1 - np.cos(2 * np.pi * t)) / 2
+
+    travel = width - 40 - w
+    walkers = [(person, 20 + there_and_back(u) * travel, 10),
+               (person[:, ::-1], 20 + travel - there_and_back(u + lag) * travel, height - 10 - h)]
+    clip = np.full((frames, height, width, 3), 114, np.uint8)
+    truth = []
+    for crop, xs, top in walkers:
+        boxes = []
+        for f, x in enumerate(np.round(xs).astype(int)):
+            clip[f, top:top + h, x:x + w] = crop
+            boxes.append([x, top, x + w, top + h])
+        truth.append(np.asarray(boxes, float))
+    return clip, truth
