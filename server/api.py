@@ -1,7 +1,7 @@
 """JSON API under /api/v1: installed models, server-side inference, its OpenAPI document.
 
 Thin on purpose: read the image and the parameters, pick the runner, return its result
-(the pages' result schema, see README "The server API") with the timing of the whole request.
+(the pages' result schema, see docs/server.md) with the timing of the whole request.
 Every failure is a 4xx/5xx JSON ``{"error": {"code", "message"}}``.
 
 Images come as the multipart field ``image`` or as the raw body (image/jpeg, image/png,
@@ -10,6 +10,10 @@ PNG and WebP decode). Uploads stay in memory: the whole body is read first (serv
 bounded in size and time), and the blueprint installs a request class whose multipart file
 streams are BytesIO (werkzeug would spool files over 500 KB to a temporary file on disk).
 Size limit: MAX_CONTENT_LENGTH (413). The model work runs off the event loop (front.offload).
+
+Videos (POST /track) come the same ways: the multipart field ``video`` or the raw body
+(video/mp4, video/webm, video/x-msvideo or any video/* type, application/octet-stream),
+decoded in memory by server/video.py.
 """
 from __future__ import annotations
 
@@ -22,12 +26,13 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from modelcontract import limits
 
-from . import front, images, manifests, openapi
+from . import front, images, manifests, openapi, video
 from .errors import error_response
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 
 RAW_TYPES = set(images.MIME_TYPES) | {"application/octet-stream"}
+VIDEO_TYPES = set(video.MIME_TYPES) | {"application/octet-stream"}
 _FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?")
 _INT = re.compile(r"[+-]?\d{1,9}")
 
@@ -115,6 +120,11 @@ def _image_error(exc: images.ImageError):
     return error_response(exc.status, exc.message, exc.code)
 
 
+@bp.errorhandler(video.VideoError)
+def _video_error(exc: video.VideoError):
+    return error_response(exc.status, exc.message, exc.code)
+
+
 def _inference_errors():
     from . import inference
 
@@ -184,27 +194,49 @@ def param_classes() -> frozenset[int] | None:
     return ids
 
 
+def param_line() -> tuple[list[float], list[float]] | None:
+    """The counting line "x1,y1,x2,y2" in source pixels (modelcontract.limits.LINE_PATTERN),
+    from (x1, y1) to (x2, y2): "in" is a crossing to its right, as on the page."""
+    raw = _param("line")
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not limits.LINE.fullmatch(text):
+        raise ApiError(400, "bad_parameter", f"line must be x1,y1,x2,y2 in pixels (numbers of at most 6 digits "
+                                             f"before the point), got {raw[:60]!r}")
+    x1, y1, x2, y2 = (float(v) for v in text.split(","))
+    if (x1, y1) == (x2, y2):
+        raise ApiError(400, "bad_parameter", f"line must join two different points, got {raw[:60]!r}")
+    return [x1, y1], [x2, y2]
+
+
 def read_image_bytes() -> bytes:
     """The upload: multipart field ``image`` or the raw body."""
+    return read_upload("image", "an image", RAW_TYPES)
+
+
+def read_upload(field: str, noun: str, raw_types: set[str]) -> bytes:
+    """Multipart field ``field`` or the raw body of one of ``raw_types`` or <field>/*."""
     if _is_multipart():
-        uploads = request.files.getlist("image")
-        if len(uploads) + len(request.form.getlist("image")) > 1:
-            raise ApiError(400, "duplicate_image", "the form has more than one 'image' part: send one image per request")
+        uploads = request.files.getlist(field)
+        if len(uploads) + len(request.form.getlist(field)) > 1:
+            raise ApiError(400, f"duplicate_{field}",
+                           f"the form has more than one '{field}' part: send one {field} per request")
         upload = uploads[0] if uploads else None
         if upload is None:
-            if "image" in request.form:
-                raise ApiError(400, "missing_image",
-                               "the multipart field 'image' must be a file part (with a filename)")
-            raise ApiError(400, "missing_image", "no multipart field 'image' in the request")
+            if field in request.form:
+                raise ApiError(400, f"missing_{field}",
+                               f"the multipart field '{field}' must be a file part (with a filename)")
+            raise ApiError(400, f"missing_{field}", f"no multipart field '{field}' in the request")
         return upload.read()
     mimetype = request.mimetype
-    if mimetype and mimetype not in RAW_TYPES and not mimetype.startswith("image/"):
+    if mimetype and mimetype not in raw_types and not mimetype.startswith(f"{field}/"):
         raise ApiError(415, "unsupported_media_type",
-                       f"send the image as multipart/form-data (field 'image') or as a raw body of type "
-                       f"{', '.join(sorted(RAW_TYPES))}; got {mimetype[:80]}")
+                       f"send the {field} as multipart/form-data (field '{field}') or as a raw body of type "
+                       f"{', '.join(sorted(raw_types))}; got {mimetype[:80]}")
     data = request.get_data(cache=False)
     if not data:
-        raise ApiError(400, "missing_image", "the request body is empty: send an image")
+        raise ApiError(400, f"missing_{field}", f"the request body is empty: send {noun}")
     return data
 
 
@@ -291,11 +323,19 @@ def _infer(task: str, configure, started: float):
     return respond(run(decoded.rgb), started, decode_ms)
 
 
+def detect_options(runner):
+    """/detect's parameters (also /track's) -> the runner's options."""
+    try:
+        return runner.options(score=param_float("score"), iou=param_float("iou"),
+                              max_det=param_int("max_det", 1, limits.MAX_DET), classes=param_classes())
+    except _inference_errors().ParameterError as exc:
+        raise ApiError(400, "bad_parameter", str(exc)) from None
+
+
 @bp.post("/detect")
 def detect():
     def configure(runner):
-        opts = runner.options(score=param_float("score"), iou=param_float("iou"),
-                              max_det=param_int("max_det", 1, limits.MAX_DET), classes=param_classes())
+        opts = detect_options(runner)
         return lambda rgb: runner(rgb, opts)
 
     return infer("detect", configure)
@@ -320,3 +360,63 @@ def hands():
         return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score)
 
     return infer("handpose", configure)
+
+
+@bp.post("/track")
+def track():
+    """Tracks and line counts of a short video: the detect page's tracking, on the server."""
+    return front.offload(_track, time.perf_counter())
+
+
+def _track(started: float):
+    """Body -> parameters -> detector -> each (stride-th) frame: detections -> Tracker ->
+    LineCounter (modelcontract/track.py, the twin of the page's track.js, with its defaults:
+    the same IDs and counts as the page given the same detections). Frames are decoded one at
+    a time (server/video.py); parameters are checked before a raw body is read, as in _infer.
+    The answer: the page's CSV rows (``tracks``, MOT columns, frames numbered in the video
+    from 1) and its counts.json record (``counts``)."""
+    from modelcontract import track as tracking
+
+    data = read_upload("video", "a video", VIDEO_TYPES) if _is_multipart() else None
+    model_id = param_model()
+    line = param_line()
+    stride = param_int("stride", 1, limits.MAX_VIDEO_STRIDE) or 1
+    runner = get_runner("detect", model_id)
+    opts = detect_options(runner)
+    if data is None:
+        data = read_upload("video", "a video", VIDEO_TYPES)
+    config = current_app.config
+    tracker = tracking.Tracker()
+    counter = tracking.LineCounter(*line) if line else None
+    rows, classes = [], {}
+    timing = {"preprocess": 0.0, "model": 0.0, "postprocess": 0.0, "track": 0.0}
+    t0 = time.perf_counter()
+    with video.open_video(data, int(config["MAX_IMAGE_PIXELS"]),
+                          int(config.get("MAX_VIDEO_FRAMES") or limits.DEFAULT_MAX_VIDEO_FRAMES)) as clip:
+        decode_ms = (time.perf_counter() - t0) * 1e3
+        frames = clip.frames(stride)
+        while True:
+            t0 = time.perf_counter()
+            item = next(frames, None)
+            decode_ms += (time.perf_counter() - t0) * 1e3
+            if item is None:
+                break
+            number, rgb = item
+            result = runner(rgb, opts)
+            t0 = time.perf_counter()
+            tracks = tracker.update(result["detections"])
+            rows += tracking.mot_rows(number, tracks)
+            if counter:
+                counter.update(tracks)
+            classes.update((tracking.class_name(t), t["class_id"]) for t in tracks)
+            timing["track"] += (time.perf_counter() - t0) * 1e3
+            for stage in ("preprocess", "model", "postprocess"):
+                timing[stage] += result["timing_ms"][stage]
+    answer = {"model": runner.id,
+              "video": {"width": clip.width, "height": clip.height, "frames": clip.count, "fps": clip.fps},
+              "tracks": rows,
+              "counts": {"line": {"from": counter.a, "to": counter.b} if counter else None,
+                         "counts": counter.counts if counter else {}, "frames": tracker.frame,
+                         "tracks": tracker.next_id - 1, "classes": classes},
+              "timing_ms": {stage: round(ms, 3) for stage, ms in timing.items()}}
+    return respond(answer, started, decode_ms)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from modelcontract.limits import DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_UPLOAD_BYTES
+from modelcontract.limits import DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_MAX_VIDEO_FRAMES
 from modelcontract.paths import ROOT, default_models_dir
 
 
@@ -18,6 +18,8 @@ def from_env() -> dict:
         "MAX_CONTENT_LENGTH": int(env.get("DATARAILROAD_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
         # Decoded image limit (pixels): guards against decompression bombs.
         "MAX_IMAGE_PIXELS": int(env.get("DATARAILROAD_MAX_IMAGE_PIXELS", DEFAULT_MAX_IMAGE_PIXELS)),
+        # Frames in one uploaded video (POST /api/v1/track): 413 past it.
+        "MAX_VIDEO_FRAMES": int(env.get("DATARAILROAD_MAX_VIDEO_FRAMES", DEFAULT_MAX_VIDEO_FRAMES)),
         "HOST": env.get("DATARAILROAD_HOST", "127.0.0.1"),
         "PORT": int(env.get("DATARAILROAD_PORT", 8000)),
     }

@@ -7,7 +7,7 @@ So the document promises only what the server accepts: an image body of a declar
 (application/octet-stream is accepted too but not declared: it admits any bytes), and the
 parameters that depend on the installed default models (the in-graph NMS IoU of the default
 detector, the default classifier's class count, the installed hand-model variants) as they are.
-The result schemas are the pages' result objects (README "The server API") plus ``model``,
+The result schemas are the pages' result objects (docs/server.md) plus ``model``,
 ``image`` and ``timing_ms``.
 """
 from __future__ import annotations
@@ -63,6 +63,25 @@ def _body() -> dict:
             "content": {media_type: {"schema": raw} for media_type in IMAGE_TYPES}}
 
 
+VIDEO_BODY_DOC = ("The video (MP4/QuickTime, WebM/Matroska or AVI, told by its first bytes; any codec the server's "
+                  "FFmpeg decodes: VP8, VP9, H.264, HEVC, MPEG-4, MJPEG) as the raw request body, Content-Type "
+                  "video/mp4, video/webm or video/x-msvideo (application/octet-stream or another video/* type too: "
+                  "the bytes decide), or as the file part `video` of a multipart/form-data body, whose other fields "
+                  "may carry the parameters below. Decoded in memory, a frame at a time. Limits: the request body "
+                  f"(DATARAILROAD_MAX_UPLOAD_BYTES, {limits.DEFAULT_MAX_UPLOAD_BYTES >> 20} MB by default -> 413), "
+                  f"the frames ({limits.DEFAULT_MAX_VIDEO_FRAMES} by default, DATARAILROAD_MAX_VIDEO_FRAMES -> 413 "
+                  "too_many_frames: never cut silently) and each frame's pixels (DATARAILROAD_MAX_IMAGE_PIXELS -> "
+                  "413 frame_too_large).")
+VIDEO_TYPES = ("video/mp4", "video/webm", "video/x-msvideo")
+
+
+def _video_body() -> dict:
+    """Declared like the images' body (see _body); no schema can tell which bytes are a video."""
+    raw = {"type": "string", "format": "binary", "minLength": 1}
+    return {"required": True, "description": VIDEO_BODY_DOC,
+            "content": {media_type: {"schema": raw} for media_type in VIDEO_TYPES}}
+
+
 ERRORS = {
     "400": _error("empty body, missing `image` field, or a bad parameter value (code bad_parameter, "
                   "missing_image, empty_image, wrong_task)"),
@@ -77,13 +96,26 @@ ERRORS = {
 }
 
 
-def _operation(summary: str, description: str, params: list[dict], result: str) -> dict:
+TRACK_ERRORS = {
+    **ERRORS,
+    "400": _error("empty body, missing `video` field, or a bad parameter value (code bad_parameter, missing_video, "
+                  "empty_video, wrong_task)"),
+    "413": _error("upload over the size limit (payload_too_large), a frame over the pixel limit (frame_too_large) "
+                  "or more frames than the limit (too_many_frames)"),
+    "415": _error("not an MP4, WebM or AVI video, or an unsupported Content-Type"),
+    "422": _error("a video that does not open or has no frame that decodes (unprocessable_video), or frames with a "
+                  f"side over {limits.MAX_ASPECT_RATIO} times the other (image_aspect_ratio)"),
+}
+
+
+def _operation(summary: str, description: str, params: list[dict], result: str, body: dict | None = None,
+               errors: dict | None = None) -> dict:
     return {
         "summary": summary, "description": description, "parameters": params,
-        "requestBody": _body(),
+        "requestBody": body or _body(),
         "responses": {"200": {"description": "the result, in the pages' schema",
                               "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{result}"}}}},
-                      **ERRORS},
+                      **(errors or ERRORS)},
     }
 
 
@@ -152,6 +184,53 @@ SCHEMAS = {
                        "hands": {"type": "array", "items": {"$ref": "#/components/schemas/Hand"}},
                        "timing_ms": {"$ref": "#/components/schemas/Timing"}},
     },
+    "VideoInfo": {
+        "type": "object", "required": ["width", "height", "frames", "fps"], "additionalProperties": False,
+        "description": "the decoded video: its first frame's size (after rotation metadata), every frame it has, "
+                       "and its frame rate as the container states it (null when it states none)",
+        "properties": {"width": {"type": "integer", "minimum": 1}, "height": {"type": "integer", "minimum": 1},
+                       "frames": {"type": "integer", "minimum": 1},
+                       "fps": {"type": ["number", "null"], "exclusiveMinimum": 0}},
+    },
+    "TrackRow": {
+        "type": "array", "minItems": 8, "maxItems": 8,
+        "description": "one track on one frame, the columns of the detect page's tracks.csv (MOTChallenge): frame "
+                       "(the video's, from 1), id (from 1), x, y, w, h (the box's left, top, width and height in "
+                       "source pixels), score, class (class id); full precision (the page's CSV rounds)",
+        "prefixItems": [{"type": "integer", "minimum": 1}, {"type": "integer", "minimum": 1},
+                        {"type": "number"}, {"type": "number"}, {"type": "number", "minimum": 0},
+                        {"type": "number", "minimum": 0}, NUMBER_01, {"type": "integer", "minimum": 0}],
+    },
+    "LineCounts": {
+        "type": "object", "required": ["line", "counts", "frames", "tracks", "classes"], "additionalProperties": False,
+        "description": "the detect page's counts.json record",
+        "properties": {
+            "line": {"oneOf": [{"type": "null"}, {
+                "type": "object", "required": ["from", "to"], "additionalProperties": False,
+                "properties": {end: {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
+                               for end in ("from", "to")}}],
+                     "description": "the `line` parameter, null without one"},
+            "counts": {"type": "object", "description": "crossings per class label: in = to the line's right as "
+                                                        "drawn (from -> to, y down), out = to its left; each track "
+                                                        "counts once per direction; {} without a line",
+                       "additionalProperties": {"type": "object", "required": ["in", "out"],
+                                                "additionalProperties": False,
+                                                "properties": {"in": {"type": "integer", "minimum": 0},
+                                                               "out": {"type": "integer", "minimum": 0}}}},
+            "frames": {"type": "integer", "minimum": 1, "description": "frames the tracker saw (every stride-th)"},
+            "tracks": {"type": "integer", "minimum": 0, "description": "track IDs given"},
+            "classes": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+                        "description": "label -> class id of every class tracked"},
+        },
+    },
+    "TrackResult": {
+        "type": "object", "required": ["model", "video", "tracks", "counts", "timing_ms"],
+        "additionalProperties": False,
+        "properties": {"model": {"type": "string"}, "video": {"$ref": "#/components/schemas/VideoInfo"},
+                       "tracks": {"type": "array", "items": {"$ref": "#/components/schemas/TrackRow"}},
+                       "counts": {"$ref": "#/components/schemas/LineCounts"},
+                       "timing_ms": {"$ref": "#/components/schemas/Timing"}},
+    },
     "ModelSummary": {
         "type": "object", "required": ["id", "task"],
         "properties": {"id": {"type": "string"}, "name": {"type": ["string", "null"]},
@@ -209,6 +288,19 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
     # A detector with NMS in its graph accepts only its own IoU (else 400).
     iou = {"type": "number", "enum": [nms_iou]} if nms_iou is not None else score
     top_k = {"type": "integer", "minimum": 1, **({"maximum": classes} if classes else {})}
+    detect_params = [
+        detectors,
+        _param("score", score, f"minimum score (default: the manifest's, {limits.DEFAULT_SCORE})"),
+        _param("iou", iou, f"NMS IoU threshold (default: the manifest's, {limits.DEFAULT_IOU}; the default "
+                           "model's own when it runs NMS in its graph)"),
+        _param("max_det", {"type": "integer", "minimum": 1, "maximum": limits.MAX_DET},
+               f"maximum detections (default {limits.DEFAULT_MAX_DET}; in-graph NMS caps it at its own "
+               "row count)"),
+        _param("classes", {"type": "string", "pattern": f"^{limits.CLASS_IDS_PATTERN}$",
+                           "maxLength": limits.CLASS_IDS_MAX_LENGTH},
+               "only these class ids, comma-separated (default: all). Boxes of other classes are no "
+               "candidates: they take no max_det place and suppress nothing (as the detect page's "
+               "class filter)")]
     return {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
@@ -235,19 +327,21 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                 "Letterbox per the manifest, the detector, NMS, boxes back in source pixels (as the detect page). "
                 "Models with NMS in the graph (yolov5n) have a fixed IoU and score floor: `iou` must be omitted "
                 "or equal the model's, scores below the floor never appear.",
-                [detectors,
-                 _param("score", score, f"minimum score (default: the manifest's, {limits.DEFAULT_SCORE})"),
-                 _param("iou", iou, f"NMS IoU threshold (default: the manifest's, {limits.DEFAULT_IOU}; the default "
-                                    "model's own when it runs NMS in its graph)"),
-                 _param("max_det", {"type": "integer", "minimum": 1, "maximum": limits.MAX_DET},
-                        f"maximum detections (default {limits.DEFAULT_MAX_DET}; in-graph NMS caps it at its own "
-                        "row count)"),
-                 _param("classes", {"type": "string", "pattern": f"^{limits.CLASS_IDS_PATTERN}$",
-                                    "maxLength": limits.CLASS_IDS_MAX_LENGTH},
-                        "only these class ids, comma-separated (default: all). Boxes of other classes are no "
-                        "candidates: they take no max_det place and suppress nothing (as the detect page's "
-                        "class filter)")],
-                "DetectResult")},
+                detect_params, "DetectResult")},
+            "/api/v1/track": {"post": _operation(
+                "Object tracking and line counts in a short video",
+                "Every frame (or every `stride`-th) through the detector as /detect runs it, then the detect page's "
+                "tracker and line counter (modelcontract/track.py, the twin of static/js/track.js, with its "
+                "defaults): the same tracks and counts as the page's Track mode on the same frames, in its "
+                "exports' schema (tracks.csv rows, counts.json).",
+                [*detect_params,
+                 _param("line", {"type": "string", "pattern": f"^{limits.LINE_PATTERN}$"},
+                        "the counting line x1,y1,x2,y2 in source pixels, from (x1, y1) to (x2, y2), two different "
+                        "points (default: none, no counts)"),
+                 _param("stride", {"type": "integer", "minimum": 1, "maximum": limits.MAX_VIDEO_STRIDE},
+                        "track every n-th frame (1, 1 + n, ...; default 1: every frame). All frames are decoded "
+                        "and count against the frame limit")],
+                "TrackResult", _video_body(), TRACK_ERRORS)},
             "/api/v1/classify": {"post": _operation(
                 "Image classification", "Centre crop per the manifest, the classifier, top-k (as the classify page).",
                 [classifiers, _param("top_k", top_k,
