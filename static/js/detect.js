@@ -1,5 +1,6 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
-// and a results list. One frame in flight (FrameSource); every tensor disposed.
+// and a results list; optionally tracks with IDs and a counting line (TrackingPanel). One
+// frame in flight (FrameSource); every tensor disposed.
 import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
 import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
 import {prepareInput} from './geometry.js';
@@ -7,6 +8,8 @@ import {decode, outputNames} from './detector.js';
 import {drawFrame, drawBoxes} from './draw.js';
 import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
+import {TrackingPanel, download} from './tracking-panel.js';
+import {CanvasRecorder} from './recorder.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
 
 const tf = globalThis.tf;
@@ -35,8 +38,27 @@ const frames = new FrameSource({
     .then(() => maybeOfferServer()),
   ready: () => state.opened && (!onServer() || serverReady()),
   onMessage: showMessage,
-  onLoop: () => hud.reset(),
+  onLoop: () => {
+    hud.reset();
+    if (tracking) tracking.reset();
+  },
+  onProgress: showFileProgress,
 });
+
+// A file run frame by frame: how far it is (data-done / data-total for tests and scripts).
+function showFileProgress(done, total, fps) {
+  const bar = $('file-progress');
+  Object.assign(bar, {max: total, value: done});
+  Object.assign(bar.dataset, {done: String(done), total: String(total), fps: String(fps)});
+  $('file-progress-row').hidden = false;
+  $('file-progress-text').textContent = done < total ? `frame ${done} of ${total} (${fps} fps file)`
+    : `all ${total} frames processed (${fps} fps file)`;
+}
+
+const rerunImage = () => frames.kind === 'image' && frames.runImage();
+if (view && urlOverride('track') === '1') $('track-toggle').checked = true;
+const tracking = view && new TrackingPanel(view, $, rerunImage);
+const recorder = view && new CanvasRecorder(view);
 
 function options() {
   const selected = Array.from($('class-filter').selectedOptions).map((o) => Number(o.value));
@@ -54,15 +76,17 @@ function showMessage(text) {
   el.textContent = text || '';
 }
 
-function renderResults(result) {
+function renderResults(result, trackIds) {
   const list = $('results');
   list.replaceChildren(...result.detections.map((d) => {
     const li = document.createElement('li');
+    const id = trackIds.get(d.box.join(','));
+    if (id != null) li.dataset.trackId = String(id);
     li.dataset.classId = d.class_id;
     li.dataset.label = d.label;
     li.dataset.score = d.score.toFixed(4);
     li.dataset.box = d.box.map((v) => v.toFixed(1)).join(',');
-    li.textContent = `${d.label} ${(d.score * 100).toFixed(0)}% — [${d.box.map((v) => Math.round(v)).join(', ')}]`;
+    li.textContent = `${id != null ? `#${id} ` : ''}${d.label} ${(d.score * 100).toFixed(0)}% — [${d.box.map((v) => Math.round(v)).join(', ')}]`;
     return li;
   }));
   list.dataset.frame = String(state.frames);
@@ -79,9 +103,13 @@ function show(frame, result, mirrored, timing, t0) {
     view.height = frame.height;
   }
   drawFrame(ctx, frame.canvas, mirrored);
-  drawBoxes(ctx, result.detections, mirrored);
+  tracking.update(result.detections, mirrored);
+  const trackIds = tracking.idsByBox();
+  drawBoxes(ctx, result.detections.map((d) => (trackIds.has(d.box.join(','))
+    ? {...d, label: `#${trackIds.get(d.box.join(','))} ${d.label}`} : d)), mirrored);
+  tracking.draw(ctx, mirrored);
   state.frames += 1;
-  renderResults(result);
+  renderResults(result, trackIds);
   timing.draw = performance.now() - t;
   hud.frame(timing);
   $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
@@ -188,6 +216,21 @@ function downloadSnapshot() {
   }, 'image/png');
 }
 
+async function toggleRecording() {
+  const button = $('record-button');
+  if (!recorder.recording) {
+    recorder.start();
+    button.textContent = 'Stop recording';
+    button.dataset.recording = '1';
+    return;
+  }
+  button.disabled = true;
+  const video = await recorder.stop();
+  download(video, 'video/webm', `detections-${new Date().toISOString().replace(/[:.]/g, '-')}.webm`);
+  Object.assign(button, {textContent: 'Record (WebM)', disabled: false});
+  delete button.dataset.recording;
+}
+
 async function main() {
   if (!(pageData().models || []).length) return;
   [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('detect')]);
@@ -198,10 +241,19 @@ async function main() {
     if (!kind) return;
     $('pause-button').disabled = kind === 'image';
     $('snapshot-button').disabled = false;
+    $('record-button').disabled = kind === 'image' || !CanvasRecorder.supported();
     $('drop-hint').hidden = true;
+    if (kind !== 'video' || !frames.everyFrame) $('file-progress-row').hidden = true;
+  });
+  $('every-frame').checked = urlOverride('every_frame') === '1';
+  frames.everyFrame = $('every-frame').checked;
+  $('every-frame').addEventListener('change', () => {
+    frames.everyFrame = $('every-frame').checked;
+    if (!frames.everyFrame) $('file-progress-row').hidden = true;
+    if (frames.kind === 'video') frames.restart();
   });
   $('snapshot-button').addEventListener('click', downloadSnapshot);
-  const rerunImage = () => frames.kind === 'image' && frames.runImage();
+  $('record-button').addEventListener('click', toggleRecording);
   for (const id of ['score', 'iou']) {
     $(id).addEventListener('input', () => {
       $(`${id}-value`).textContent = $(id).value;

@@ -86,6 +86,74 @@ export async function openVideoFile(video, file) {
   await video.play();
 }
 
+// A browser gives no frame rate for a file: read it off the timestamps of the frames it
+// presents while playing (the shortest gap, since a slow page may drop some), snapped to a
+// common rate when within 1%. Leaves the video paused.
+const COMMON_RATES = [5, 10, 12, 15, 23.976, 24, 25, 29.97, 30, 48, 50, 59.94, 60];
+export async function measureFrameRate(video, {frames = 12, timeoutMs = 5000} = {}) {
+  if (!('requestVideoFrameCallback' in HTMLVideoElement.prototype)) return 30;
+  video.currentTime = 0;
+  const times = await new Promise((resolve) => {
+    const seen = [];
+    const done = () => resolve(seen);
+    const tick = (now, meta) => {
+      seen.push(meta.mediaTime);
+      if (seen.length >= frames || video.ended) done();
+      else video.requestVideoFrameCallback(tick);
+    };
+    video.requestVideoFrameCallback(tick);
+    video.play().catch(done);
+    setTimeout(done, timeoutMs);
+  });
+  video.pause();
+  const gaps = times.slice(1).map((t, i) => t - times[i]).filter((g) => g > 1e-4);
+  if (!gaps.length) return 30;
+  const fps = 1 / Math.min(...gaps);
+  const common = COMMON_RATES.find((r) => Math.abs(r - fps) / r < 0.01);
+  return common || Math.round(fps * 100) / 100;
+}
+
+// A recorded WebM often has no length in its header: seeking past the end makes the browser
+// find it. -> seconds; throws when it stays unknown.
+export async function videoDuration(video) {
+  if (!Number.isFinite(video.duration)) await seekVideo(video, 1e9);
+  if (!Number.isFinite(video.duration) || video.duration <= 0) {
+    throw new Error('This video has no known length: it plays live, not frame by frame.');
+  }
+  return video.duration;
+}
+
+// Seek a paused video; resolves once the frame at `time` can be drawn. 'seeked' alone is not
+// that: Chromium may still draw the frame before it (seen here: one stale frame in two runs
+// of a 120-frame WebM), so this also waits until the new frame is presented (rVFC),
+// or 250 ms after 'seeked' when the seek landed on the frame already shown (no new frame).
+export function seekVideo(video, time) {
+  return new Promise((resolve, reject) => {
+    const canWatch = 'requestVideoFrameCallback' in video;
+    let [seeked, presented, timer] = [false, !canWatch, 0];
+    const finish = () => {
+      if (!seeked || !presented) return;
+      cleanup();
+      resolve();
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      video.removeEventListener('seeked', onSeeked);
+      video.removeEventListener('error', onError);
+    };
+    const onSeeked = () => {
+      seeked = true;
+      timer = setTimeout(() => { presented = true; finish(); }, 250);
+      finish();
+    };
+    const onError = () => { cleanup(); reject(new Error('The video could not be read at this point.')); };
+    if (canWatch) video.requestVideoFrameCallback(() => { presented = true; finish(); });
+    video.addEventListener('seeked', onSeeked);
+    video.addEventListener('error', onError);
+    video.currentTime = time;
+  });
+}
+
 // File -> ImageBitmap (EXIF orientation applied); throws a readable Error when undecodable.
 export async function decodeImage(file) {
   if (file.type && !file.type.startsWith('image/')) {

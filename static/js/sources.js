@@ -1,14 +1,22 @@
 // Where a live page's frames come from, and its loop: the camera, a video file or an image
 // (picker, drag-and-drop, paste); one frame in flight; pause. Each frame is first copied
 // into a CPU-backed canvas, so what is drawn with the results is exactly what was inferred.
-import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError} from './inputs.js';
+// A video file plays in real time (the loop takes the frames it keeps up with), or with
+// everyFrame set, frame by frame: every frame of the file once, in order, each awaited.
+import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError,
+  measureFrameRate, seekVideo, videoDuration} from './inputs.js';
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class FrameSource {
   // process(frame, {mirrored, live, file, source}) -> Promise, frame = {canvas, width, height, grabMs}
   // ready() -> whether a frame may start now (model loaded, request rate); onMessage(text)
-  // shows a user-facing message ('' clears it); onLoop() runs before each new loop.
-  constructor({video, process, ready = () => true, onMessage, onLoop = () => {}}) {
-    Object.assign(this, {video, process, ready, onMessage, onLoop});
+  // shows a user-facing message ('' clears it); onLoop() runs before each new loop;
+  // onProgress(done, total, fps) after each frame of a file run frame by frame.
+  constructor({video, process, ready = () => true, onMessage, onLoop = () => {}, onProgress = () => {}}) {
+    Object.assign(this, {video, process, ready, onMessage, onLoop, onProgress});
+    this.everyFrame = false;
+    this.fileRun = null;    // the frame-by-frame run in progress (a newer one ends it)
     this.kind = null;       // 'camera' | 'video' | 'image'
     this.image = null;      // ImageBitmap of the image source
     this.file = null;       // the uploaded image itself (the server backend sends it as is)
@@ -35,6 +43,7 @@ export class FrameSource {
   stopLoop() {
     if (this.stop) this.stop();
     this.stop = null;
+    this.fileRun = null;
   }
 
   startLoop(mirrored) {
@@ -47,6 +56,47 @@ export class FrameSource {
         .catch((err) => this.onMessage(`Processing failed: ${err.message}`))
         .finally(() => { this.busy = false; });
     });
+  }
+
+  // Every frame of the video file: seek to the middle of frame i at the file's frame rate
+  // (so two runs see the same frames), process it, report progress; pause holds it.
+  async runFile() {
+    this.stopLoop();
+    const run = this.fileRun = {};
+    const video = this.video;
+    const current = () => this.fileRun === run;
+    while (this.busy) await sleep(10);    // the last live frame
+    const fps = await measureFrameRate(video);
+    const duration = await videoDuration(video);
+    if (!current()) return;
+    const total = Math.max(1, Math.floor(duration * fps + 1e-6));
+    this.onLoop();
+    this.onProgress(0, total, fps);
+    for (let i = 0; i < total; i++) {
+      while ((this.paused || !this.ready()) && current()) await sleep(50);
+      if (!current()) return;
+      await seekVideo(video, Math.min((i + 0.5) / fps, duration));
+      if (!current()) return;
+      this.busy = true;
+      try {
+        await this.process(this.grab(video), {mirrored: false, live: true, file: null, source: video});
+      } catch (err) {
+        this.onMessage(`Processing failed at frame ${i + 1}: ${err.message}`);
+        return;
+      } finally {
+        this.busy = false;
+      }
+      this.onProgress(i + 1, total, fps);
+    }
+  }
+
+  // A video file by the current mode.
+  playFile() {
+    if (this.everyFrame) return this.runFile();
+    this.video.loop = true;
+    this.video.play().catch(() => {});
+    this.startLoop(false);
+    return Promise.resolve();
   }
 
   async runImage() {
@@ -84,19 +134,19 @@ export class FrameSource {
         stopStream(this.video);
         await openVideoFile(this.video, file);
         Object.assign(this, {kind: 'video', name: file.name});
-        this.startLoop(false);
-      } else {
-        const image = await decodeImage(file);
-        this.stopLoop();
-        stopStream(this.video);
-        this.video.pause();
-        if (this.image) this.image.close();
-        Object.assign(this, {kind: 'image', image, file, name: file.name});
-        this.onMessage('');   // before the run, which shows its own failure (e.g. server unreachable)
-        await this.runImage();
+        this.onMessage('');
+        // A file run goes on after the source is reported; it reports its own failure.
+        this.playFile().catch((err) => this.onMessage(err.message));
         return;
       }
-      this.onMessage('');
+      const image = await decodeImage(file);
+      this.stopLoop();
+      stopStream(this.video);
+      this.video.pause();
+      if (this.image) this.image.close();
+      Object.assign(this, {kind: 'image', image, file, name: file.name});
+      this.onMessage('');   // before the run, which shows its own failure (e.g. server unreachable)
+      await this.runImage();
     } catch (err) {
       this.onMessage(err.message);
     }
@@ -105,7 +155,8 @@ export class FrameSource {
   // Re-run what was showing (after a model or backend change).
   async restart() {
     if (this.kind === 'image') await this.runImage();
-    else if (this.kind) this.startLoop(this.kind === 'camera');
+    else if (this.kind === 'video') this.playFile().catch((err) => this.onMessage(err.message));
+    else if (this.kind) this.startLoop(true);
   }
 
   togglePause() {
@@ -118,7 +169,12 @@ export class FrameSource {
     const after = (promise) => promise.then(() => onSource(this.kind));
     $('camera-button').addEventListener('click', () => after(this.startCamera()));
     for (const id of ['video-file', 'image-file']) {
-      if ($(id)) $(id).addEventListener('change', (e) => after(this.useFiles(Array.from(e.target.files))));
+      if (!$(id)) continue;
+      $(id).addEventListener('change', (e) => {
+        const files = Array.from(e.target.files);
+        e.target.value = ''; // so that picking the same file again is a change too (a rerun)
+        after(this.useFiles(files));
+      });
     }
     acceptFiles($('stage'), (files) => after(this.useFiles(files)));
     $('pause-button').addEventListener('click', () => {
