@@ -143,28 +143,39 @@ def evaluate(folder: Path, model: Path, classes=(0,)) -> dict:
 
 # --------------------------------------------------------------- the tracker's cost alone
 
+# Steady state, as in a page that tracks frame after frame: one whole pass warms the JIT,
+# then the median of 5 timed passes.
 JS_COST = """
 const {Tracker} = await import(%s);
 const req = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 const tracker = new Tracker();
-for (const dets of req.frames.slice(0, 20)) tracker.update(dets);   // warm the JIT
-tracker.reset();
-const t0 = performance.now();
-for (const dets of req.frames) tracker.update(dets);
-console.log(JSON.stringify({ms: (performance.now() - t0) / req.frames.length}));
+const pass = () => {
+  tracker.reset();
+  const t0 = performance.now();
+  for (const dets of req.frames) tracker.update(dets);
+  return (performance.now() - t0) / req.frames.length;
+};
+pass();
+const ms = [0, 1, 2, 3, 4].map(pass).sort((a, b) => a - b);
+console.log(JSON.stringify({ms: ms[2]}));
 """
 
 
 def tracker_cost(objects: int = 50, frames: int = 200) -> dict:
-    """ms a frame of the Python tracker and of the JS twin (Node) on the same scene."""
+    """ms a frame of the Python tracker (median of 3 passes) and of the JS twin (Node, median
+    of 5 after a warm-up pass) on the same scene: 50 objects moving and jittering, some missed
+    or weak, with clutter, in 1920x1080."""
     from tests.track_scenes import scene
 
     dets = scene(0, frames=frames, objects=objects, size=(1920, 1080), clutter=2.0)
-    t0 = time.perf_counter()
-    tracker = Tracker()
-    for frame in dets:
-        tracker.update(frame)
-    python_ms = (time.perf_counter() - t0) * 1e3 / frames
+    passes = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        tracker = Tracker()
+        for frame in dets:
+            tracker.update(frame)
+        passes.append((time.perf_counter() - t0) * 1e3 / frames)
+    python_ms = sorted(passes)[1]
     script = "import {createRequire} from 'node:module'; const require = createRequire(import.meta.url);\n" + \
         JS_COST % json.dumps((ROOT / "static" / "js" / "track.js").as_uri())
     proc = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps({"frames": dets}),

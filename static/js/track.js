@@ -41,21 +41,6 @@ function boxToXyah([x1, y1, x2, y2]) {
 const zeros = (n, m) => Array.from({length: n}, () => new Array(m).fill(0));
 const transpose = (a) => a[0].map((_, j) => a.map((row) => row[j]));
 
-function matmul(a, b) {
-  const out = zeros(a.length, b[0].length);
-  for (let i = 0; i < a.length; i++) {
-    for (let k = 0; k < b.length; k++) {
-      const aik = a[i][k];
-      for (let j = 0; j < b[0].length; j++) out[i][j] += aik * b[k][j];
-    }
-  }
-  return out;
-}
-
-function addDiagonal(a, std) {
-  return a.map((row, i) => row.map((v, j) => (i === j ? v + std[i] * std[i] : v)));
-}
-
 // x with a x = b (a square, b a matrix), Gaussian elimination with partial pivoting.
 function solve(a, b) {
   const n = a.length;
@@ -80,9 +65,15 @@ function solve(a, b) {
   return x;
 }
 
-const F = Array.from({length: 8}, (_, i) => Array.from({length: 8}, (_, j) => (i === j || j === i + 4 ? 1 : 0)));
-const FT = transpose(F);
-const H = Array.from({length: 4}, (_, i) => Array.from({length: 8}, (_, j) => (i === j ? 1 : 0)));
+// Covariances are flat row-major 8x8 Float64Arrays, and F P F^T is written out for
+// F = [[I, I], [0, I]] (4x4 blocks): every track predicts on every frame, and nested arrays
+// and full matrix products made this filter most of the tracker's time. The sums are the
+// ones the full products make, in the same order (the twin test holds them to Python's).
+function diagonal(std) {
+  const a = new Float64Array(64);
+  std.forEach((s, i) => { a[i * 9] = s * s; });
+  return a;
+}
 
 // Constant velocity on (cx, cy, aspect, height) and their rates, one frame a step.
 export class KalmanBox {
@@ -92,28 +83,56 @@ export class KalmanBox {
     const p = 2 * POSITION_WEIGHT * h;
     const v = 10 * VELOCITY_WEIGHT * h;
     this.mean = [...z, 0, 0, 0, 0];
-    this.cov = addDiagonal(zeros(8, 8), [p, p, 1e-2, p, v, v, 1e-5, v]);
+    this.cov = diagonal([p, p, 1e-2, p, v, v, 1e-5, v]);
   }
 
   predict(stillHeight = false) {
-    if (stillHeight) this.mean[7] = 0; // a lost track: its height stops changing
-    const h = this.mean[3];
+    const m = this.mean;
+    if (stillHeight) m[7] = 0; // a lost track: its height stops changing
+    const h = m[3];
     const p = POSITION_WEIGHT * h;
     const v = VELOCITY_WEIGHT * h;
-    this.mean = this.mean.map((x, i) => (i < 4 ? x + this.mean[i + 4] : x));
-    this.cov = addDiagonal(matmul(matmul(F, this.cov), FT), [p, p, 1e-2, p, v, v, 1e-5, v]);
+    for (let i = 0; i < 4; i++) m[i] += m[i + 4];
+    const c = this.cov;
+    const fp = new Float64Array(64); // F P: row i (< 4) gains row i + 4
+    for (let i = 0; i < 8; i++) {
+      for (let j = 0; j < 8; j++) fp[i * 8 + j] = i < 4 ? c[i * 8 + j] + c[(i + 4) * 8 + j] : c[i * 8 + j];
+    }
+    const out = new Float64Array(64); // (F P) F^T: column j (< 4) gains column j + 4
+    for (let i = 0; i < 8; i++) {
+      for (let j = 0; j < 8; j++) out[i * 8 + j] = j < 4 ? fp[i * 8 + j] + fp[i * 8 + j + 4] : fp[i * 8 + j];
+    }
+    [p, p, 1e-2, p, v, v, 1e-5, v].forEach((s, i) => { out[i * 9] += s * s; });
+    this.cov = out;
   }
 
   update(box) {
     const z = boxToXyah(box);
     const p = POSITION_WEIGHT * this.mean[3];
-    const hp = matmul(H, this.cov); // 4 x 8
-    const s = addDiagonal(matmul(hp, transpose(H)), [p, p, 1e-1, p]);
-    const gain = transpose(solve(s, hp)); // P H^T S^-1 (S, P symmetric)
+    const c = this.cov;
+    // H P is P's first 4 rows; S = H P H^T + R, their first 4 columns plus R.
+    const r = [p, p, 1e-1, p];
+    const hp = [];
+    const s = [];
+    for (let i = 0; i < 4; i++) {
+      hp.push([c[i * 8], c[i * 8 + 1], c[i * 8 + 2], c[i * 8 + 3], c[i * 8 + 4], c[i * 8 + 5], c[i * 8 + 6], c[i * 8 + 7]]);
+      s.push(hp[i].slice(0, 4));
+      s[i][i] += r[i] * r[i];
+    }
+    const x = solve(s, hp); // S^-1 H P (4 x 8): the gain P H^T S^-1 is its transpose (S, P symmetric)
     const innovation = z.map((zi, i) => zi - this.mean[i]);
-    this.mean = this.mean.map((x, i) => x + gain[i].reduce((acc, g, k) => acc + g * innovation[k], 0));
-    const kskt = matmul(matmul(gain, s), transpose(gain));
-    this.cov = this.cov.map((row, i) => row.map((x, j) => x - kskt[i][j]));
+    this.mean = this.mean.map((m, i) => m + innovation.reduce((acc, e, k) => acc + x[k][i] * e, 0));
+    const out = new Float64Array(64); // P - K S K^T, K S first
+    for (let i = 0; i < 8; i++) {
+      const ks = [0, 0, 0, 0];
+      for (let k = 0; k < 4; k++) for (let l = 0; l < 4; l++) ks[l] += x[k][i] * s[k][l];
+      for (let j = 0; j < 8; j++) {
+        let v = 0;
+        for (let l = 0; l < 4; l++) v += ks[l] * x[l][j];
+        out[i * 8 + j] = c[i * 8 + j] - v;
+      }
+    }
+    this.cov = out;
   }
 
   box() {
@@ -226,7 +245,8 @@ class Track {
     this.hits = this.lastFrame === frame - 1 ? this.hits + 1 : 1;
     this.lastFrame = frame;
     this.det = det;
-    this.trail = [...this.trail, this.filter.centre()].slice(-keep);
+    this.trail.push(this.filter.centre());
+    if (this.trail.length > keep) this.trail.splice(0, this.trail.length - keep);
   }
 }
 
@@ -281,7 +301,7 @@ export class Tracker {
       .sort((a, b) => a.id - b.id)
       .map((t) => ({
         id: t.id, class_id: t.det.class_id, label: t.det.label ?? null, score: t.det.score,
-        box: [...t.det.box], trail: t.trail.map((p) => [...p]),
+        box: [...t.det.box], trail: t.trail.map(([x, y]) => [x, y]),
       }));
   }
 
