@@ -18,6 +18,7 @@ export class FrameSource {
     this.everyFrame = false;
     this.fileRun = null;    // the frame-by-frame run in progress (a newer one ends it)
     this.kind = null;       // 'camera' | 'video' | 'image'
+    this.attempt = null;    // the latest choice of source: a camera opening late yields to a file
     this.image = null;      // ImageBitmap of the image source
     this.file = null;       // the uploaded image itself (the server backend sends it as is)
     this.name = '';
@@ -113,10 +114,18 @@ export class FrameSource {
   }
 
   async startCamera() {
+    // The camera takes a while to open; a file picked meanwhile wins (and stops the camera's
+    // play(), whose failure is then no news to the user).
+    const attempt = this.attempt = {};
     try {
       await openCamera(this.video);
     } catch (err) {
+      if (this.attempt !== attempt) return false;
       this.onMessage(err instanceof CameraError ? err.message : `Camera failed: ${err.message}`);
+      return false;
+    }
+    if (this.attempt !== attempt) {
+      stopStream(this.video);
       return false;
     }
     this.onMessage('');
@@ -129,6 +138,7 @@ export class FrameSource {
   async useFiles(files) {
     const file = files[0];
     if (!file) return;
+    this.attempt = {};
     try {
       if (file.type.startsWith('video/')) {
         stopStream(this.video);
