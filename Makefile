@@ -56,7 +56,7 @@ models: setup
 	@[ -f "$(YOLOV5N_WEIGHTS)" ] || $(PY) -m converters yolov5n --imgsz 320 || echo "(yolov5n-320 was not built: see the fix above)"
 
 # HTTPS=1: https with a local CA's certificate (server/certs.py, made once in certs/), so phones
-# on the LAN (HOST=0.0.0.0) get the camera; README "Phones on the LAN".
+# on the LAN (HOST=0.0.0.0) get the camera; docs/phones-offline.md.
 serve: setup
 ifeq ($(HTTPS),1)
 	@DATARAILROAD_PORT=$(PORT) $(PY) -m server.certs --host $(HOST)
@@ -85,7 +85,7 @@ bench: setup
 clean-models:
 	rm -rf models
 
-# A local Ray Serve cluster (README "Scaling out"): a head + NODES-1 worker nodes on this
+# A local Ray Serve cluster (docs/scaling.md): a head + NODES-1 worker nodes on this
 # machine, the app deployed from server/cluster/serve.yaml; returns once /healthz answers.
 NODES ?= 2
 RAY_PORT ?= 6380

@@ -1,6 +1,6 @@
 """gunicorn settings for production: `gunicorn -c gunicorn.conf.py 'server:create_app()'`.
 
-The front is gunicorn's gevent worker (see README "The front server"): every connection is a
+The front is gunicorn's gevent worker (see docs/server.md "The front server"): every connection is a
 greenlet, so slow or stalled clients cost a greenlet each, not a thread; the app runs its CPU
 work (decode, LiteRT) on DATARAILROAD_THREADS native threads per worker (server/front.py).
 """
@@ -30,7 +30,7 @@ preload_app = True
 timeout = 120  # heartbeat: a worker whose event loop is stuck this long is restarted
 accesslog = "-"
 
-# `make run HTTPS=1` (README "Phones on the LAN"): TLS with a certificate from the local CA of
+# `make run HTTPS=1` (docs/phones-offline.md): TLS with a certificate from the local CA of
 # server/certs.py, made on first use and reused.
 if os.environ.get("DATARAILROAD_HTTPS") == "1":
     from server import certs

@@ -10,7 +10,7 @@ POST /api/v1/detect with bus.jpg as a raw JPEG body; every interpreter runs 1 th
 
 Sections 2 and 3 alternate their two configurations over --rounds rounds (a redeploy between),
 so load from elsewhere on the machine hits both alike. On 2 cores the ceiling of 2 vs 1
-replica is about 2x (README "Scaling out": what a cluster of machines gives).
+replica is about 2x (docs/scaling.md: what a cluster of machines gives).
 Each throughput line also gives the CPU time the processes spent per request (/proc, by
 role: model replicas, ingress, HAProxy, Serve's proxy actor (it runs HAProxy), Ray's own
 processes; gunicorn's workers), which other load on the machine does not change the way it

@@ -1,4 +1,4 @@
-"""The certificates of `make run HTTPS=1` (README "Phones on the LAN").
+"""The certificates of `make run HTTPS=1` (docs/phones-offline.md).
 
 Browsers give the camera only to secure pages: https, or http on localhost. A phone on the
 LAN reaches this machine by its address, so it needs https there, with a certificate it

@@ -250,7 +250,7 @@ def verify_files(manifest: dict, folder: Path) -> list[str]:
     """What is wrong with a model's files (empty: nothing). Every file the manifest lists
     must be a regular file inside the folder, of the recorded size and, where the manifest
     records it (``files_sha256``, converters since this check), of the recorded sha256.
-    Manifests older than ``files_sha256`` are checked by size only (README "Readiness")."""
+    Manifests older than ``files_sha256`` are checked by size only (docs/server.md "Readiness and broken models")."""
     files = manifest.get("files")
     if not isinstance(files, dict) or not files:
         return ["the manifest lists no files"]

@@ -1,4 +1,4 @@
-"""`make run HTTPS=1` (README "Phones on the LAN"): the local CA and server certificate of
+"""`make run HTTPS=1` (docs/phones-offline.md): the local CA and server certificate of
 server/certs.py, the real gunicorn serving https with them, the camera on https in Chromium,
 and the message a page shows when the camera is blocked (an http origin that is not
 localhost, a denied, missing or busy camera).

@@ -1,4 +1,4 @@
-"""The app on a Ray Serve cluster (README "Scaling out").
+"""The app on a Ray Serve cluster (docs/scaling.md).
 
     server/cluster/app.py     the Serve application: an HTTP ingress running the Flask app
                               (pages, static, /models, /api/v1) and one model deployment per task
