@@ -1,11 +1,13 @@
-"""Python twin of static/js/gesture.js ``classifyGesture(points, {world, hold})``: thumbs-up /
-thumbs-down / none from MediaPipe's 21 hand landmarks, same rules, thresholds and
-arithmetic (doubles), so the API's gesture is the one the hands page shows for a still
-image. tests/test_api.py runs both on the same landmark sets.
+"""Python twin of static/js/gesture.js ``classifyGesture(points, {world, hold})``: MediaPipe
+Gesture Recognizer's seven gestures (thumbs_up, thumbs_down, victory, open_palm,
+closed_fist, pointing_up, iloveyou) or none, from MediaPipe's 21 hand landmarks. Same rules,
+thresholds and arithmetic (doubles) as gesture.js, so the API's gesture is the one the hands
+page shows for a still image. tests/test_contract.py runs both on the same landmark sets;
+gesture.js's header explains the rules.
 
 points: 21 x [x, y] or [x, y, z] image keypoints (y down); world: 21 x [x, y, z] world
-landmarks (metres) or None. The hand's shape is read from ``world`` when given, the thumb's
-direction always from the image points.
+landmarks (metres) or None. The hand's shape is read from ``world`` when given, directions
+in the picture (thumb and index up or down) always from the image points.
 """
 from __future__ import annotations
 
@@ -14,15 +16,26 @@ import math
 WRIST = 0
 THUMB = (1, 2, 3, 4)
 FINGERS = ((5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16), (17, 18, 19, 20))
-GESTURES = ("thumbs_up", "thumbs_down", "none")
+GESTURES = ("thumbs_up", "thumbs_down", "victory", "open_palm", "closed_fist", "pointing_up", "iloveyou", "none")
 
 # [enter, hold] per rule (gesture.js THRESHOLDS).
 THRESHOLDS = {
     "fingerFold": (-0.2, 0.0),
+    "fingerExtend": (0.6, 0.4),
     "thumbStraight": (0.8, 0.72),
     "thumbOut": (0.45, 0.35),
     "thumbReach": (0.2, 0.1),
     "thumbCone": (55, 65),
+    "indexCone": (45, 60),
+}
+
+# The gestures whose thumb sticks out.
+THUMB_OUT = ("thumbs_up", "thumbs_down", "iloveyou", "open_palm")
+
+# Finger states per gesture, index to pinky: E extended, F folded, - either (gesture.js SHAPES).
+SHAPES = {
+    "thumbs_up": "FFFF", "thumbs_down": "FFFF", "closed_fist": "FFFF",
+    "pointing_up": "EFFF", "victory": "EEFF", "iloveyou": "EFFE", "open_palm": "EEEE",
 }
 
 
@@ -67,6 +80,12 @@ def _palm_length(pts) -> float:
     return _or1(max(_dist(w, pts[5]), _dist(w, pts[9]), _dist(w, pts[17]), _dist(pts[5], pts[17])))
 
 
+def _angle_from_up(a, b) -> float:
+    """Degrees of a -> b in the picture from straight up (0) to straight down (180)."""
+    v = _sub(b, a)
+    return math.atan2(abs(v[0]), -v[1]) * 180 / math.pi
+
+
 def hand_features(points, world=None) -> dict:
     img = _points(points)
     shape = _points(world) if world is not None else img
@@ -86,26 +105,49 @@ def hand_features(points, world=None) -> dict:
 
     others = [along(shape[i]) for f in FINGERS for i in f] + [along(shape[WRIST])]
     thumb_reach = (along(tip) - max(others)) / scale
-    v = _sub(img[THUMB[3]], img[THUMB[1]])
-    thumb_angle = math.atan2(abs(v[0]), -v[1]) * 180 / math.pi
     return {"fingerFold": finger_fold, "thumbStraight": thumb_straight, "thumbOut": thumb_out,
-            "thumbReach": thumb_reach, "thumbAngle": thumb_angle}
+            "thumbReach": thumb_reach, "thumbAngle": _angle_from_up(img[THUMB[1]], img[THUMB[3]]),
+            "indexAngle": _angle_from_up(img[FINGERS[0][0]], img[FINGERS[0][3]])}
 
 
 def _pick(rule: str, holding: bool) -> float:
     return THRESHOLDS[rule][1 if holding else 0]
 
 
+def _finger_states(fold, hold: str) -> str:
+    held = SHAPES.get(hold, "----")
+    out = ""
+    for cos, was in zip(fold, held):
+        if cos < _pick("fingerFold", was == "F"):
+            out += "F"
+        elif cos > _pick("fingerExtend", was == "E"):
+            out += "E"
+        else:
+            out += "-"
+    return out
+
+
 def classify_gesture(points, world=None, hold: str = "none") -> str:
     f = hand_features(points, world)
-    holding = hold in ("thumbs_up", "thumbs_down")
-    fist = all(c < _pick("fingerFold", holding) for c in f["fingerFold"])
-    thumb_out = (f["thumbStraight"] > _pick("thumbStraight", holding) and f["thumbOut"] > _pick("thumbOut", holding)
-                 and f["thumbReach"] > _pick("thumbReach", holding))
-    gesture = "none"
-    if fist and thumb_out:
+    holding = hold in THUMB_OUT      # the thumb's looser thresholds keep a thumb that is out
+    fingers = _finger_states(f["fingerFold"], hold)
+    thumb_straight = f["thumbStraight"] > _pick("thumbStraight", holding)
+    thumb_extended = thumb_straight and f["thumbOut"] > _pick("thumbOut", holding)
+    thumb_out = thumb_extended and f["thumbReach"] > _pick("thumbReach", holding)
+    if fingers == "FFFF":
+        if not thumb_out:
+            return "closed_fist"
         if f["thumbAngle"] < _pick("thumbCone", hold == "thumbs_up"):
-            gesture = "thumbs_up"
-        elif 180 - f["thumbAngle"] < _pick("thumbCone", hold == "thumbs_down"):
-            gesture = "thumbs_down"
-    return gesture
+            return "thumbs_up"
+        if 180 - f["thumbAngle"] < _pick("thumbCone", hold == "thumbs_down"):
+            return "thumbs_down"
+        return "none"
+    if fingers == "EFFF":
+        return "pointing_up" if f["indexAngle"] < _pick("indexCone", hold == "pointing_up") else "none"
+    if fingers == "EEFF":
+        return "victory"
+    if fingers == "EFFE":
+        return "iloveyou" if thumb_extended else "none"
+    if fingers == "EEEE":
+        return "open_palm" if thumb_straight else "none"
+    return "none"

@@ -15,7 +15,7 @@ DEMOS = [
     {"endpoint": "pages.classify", "task": "classify", "title": "Image classification",
      "what": "EfficientNet names what is in your photos: top-5 of the 1000 ImageNet classes."},
     {"endpoint": "pages.hands", "task": "handpose", "title": "Hand pose",
-     "what": "21 keypoints per hand on the live webcam, and a thumbs-up / thumbs-down emoticon."},
+     "what": "21 keypoints per hand on the live webcam, and an emoticon for seven gestures."},
 ]
 
 

@@ -73,7 +73,7 @@ def rgb_like_browser(path: Path) -> np.ndarray:
 
 # The hand fixtures and the gesture each shows.
 HAND_GESTURES = {"up_1.jpg": "thumbs_up", "up_3.jpg": "thumbs_up", "down_1.jpg": "thumbs_down",
-                 "down_3.jpg": "thumbs_down", "none_2.jpg": "none"}
+                 "down_3.jpg": "thumbs_down", "none_2.jpg": "open_palm"}
 
 
 @functools.lru_cache(maxsize=None)

@@ -15,7 +15,8 @@ from modelcontract.boxes import box_iou
 from modelcontract.decode import top_classes
 from modelcontract.geometry import prepare
 from server import create_app
-from tests.helpers import decoded, detector_js_decode, encode, need, photo_bytes, png_bomb, read_manifest
+from tests.helpers import (HAND_GESTURES, decoded, detector_js_decode, encode, need, photo_bytes, png_bomb,
+                           read_manifest)
 
 PHOTOS = ("bus.jpg", "zidane.jpg")
 
@@ -128,9 +129,7 @@ def test_hands_equal_the_library(client, api_models):
     assert seen >= 3
 
 
-@pytest.mark.parametrize("photo,gesture", [("up_1.jpg", "thumbs_up"), ("up_3.jpg", "thumbs_up"),
-                                           ("down_1.jpg", "thumbs_down"), ("down_3.jpg", "thumbs_down"),
-                                           ("none_2.jpg", "none")])
+@pytest.mark.parametrize("photo,gesture", list(HAND_GESTURES.items()))
 def test_hands_gesture_on_photos(client, api_models, photo, gesture):
     need(api_models, "handpose")
     hands = post(client, "hands", photo_bytes(photo)).get_json()["hands"]

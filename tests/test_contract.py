@@ -10,8 +10,9 @@ import pytest
 from modelcontract.boxes import non_max_suppression
 from modelcontract.decode import DetectOptions, decode_raw
 from modelcontract.geometry import Transform, prepare, resize_bilinear
-from modelcontract.gesture import classify_gesture, hand_features
+from modelcontract.gesture import GESTURES, classify_gesture, hand_features
 from server import create_app
+from tests.hand_poses import FROM_PALM
 from tests.helpers import JS, decoded, detector_js_decode, encode, js_url, need, photo_bytes, run_node
 
 
@@ -141,8 +142,9 @@ process.stdin.on('end', () => {
 
 def test_gesture_twin_equals_gesture_js(api_models):
     """modelcontract/gesture.py vs static/js/gesture.js on the same landmarks: the hand
-    photos' (image keypoints + world landmarks from the server runner), rotated, mirrored,
-    scaled and jittered, with and without world landmarks, every hold state."""
+    photos' (image keypoints + world landmarks from the server runner) and the open palm's
+    fingers folded into the other gestures, rotated, mirrored, scaled and jittered, with and
+    without world landmarks, every hold state."""
     from server.inference import registry
 
     folder = need(api_models, "handpose")
@@ -150,8 +152,12 @@ def test_gesture_twin_equals_gesture_js(api_models):
     rng = np.random.default_rng(7)
     cases = []
     for name in ("up_1.jpg", "up_3.jpg", "down_1.jpg", "down_3.jpg", "none_2.jpg"):
-        for hand in runner.estimate(decoded(photo_bytes(name)))[0]:
-            base_points, base_world = hand["keypoints"], hand["world"]
+        hands = runner.estimate(decoded(photo_bytes(name)))[0]
+        poses = [(name, h["keypoints"], h["world"]) for h in hands]
+        if name == "none_2.jpg":
+            poses += [(f"{name}>{pose}", make(h["keypoints"]), make(h["world"]))
+                      for h in hands for pose, make in FROM_PALM.items()]
+        for name, base_points, base_world in poses:
             for k in range(24):
                 angle = rng.uniform(-np.pi, np.pi) if k else 0.0
                 rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
@@ -161,7 +167,7 @@ def test_gesture_twin_equals_gesture_js(api_models):
                 if k % 3 == 1:
                     points[:, 0] *= -1
                     world[:, 0] *= -1
-                for hold in ("none", "thumbs_up", "thumbs_down"):
+                for hold in GESTURES:
                     cases.append({"id": f"{name}/{k}/{hold}/w", "points": points.tolist(), "world": world.tolist(),
                                   "hold": hold})
                     cases.append({"id": f"{name}/{k}/{hold}/2d", "points": points.tolist(), "world": None,
@@ -175,4 +181,4 @@ def test_gesture_twin_equals_gesture_js(api_models):
         ours = hand_features(case["points"], case["world"])
         for key, value in js["features"].items():
             assert np.allclose(ours[key], value, rtol=1e-12, atol=1e-12), (case["id"], key)
-    assert seen == {"thumbs_up", "thumbs_down", "none"}
+    assert seen == set(GESTURES)

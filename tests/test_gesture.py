@@ -1,6 +1,7 @@
 """static/js/gesture.js in Node on landmark sets: MediaPipe's own Python solution on the real
-hand photos, then the same hands rotated, mirrored, scaled, and edited into poses the photos
-lack (thumb tucked into a fist, index finger pointing). One Node process classifies all."""
+hand photos, then the same hands rotated, mirrored, scaled, and edited into other poses
+(thumb tucked into a fist, index finger pointing, fingers of an open palm folded). One Node
+process classifies all."""
 from __future__ import annotations
 
 import shutil
@@ -10,10 +11,13 @@ import numpy as np
 import pytest
 
 from tests import helpers
+from tests.hand_poses import FROM_PALM, index_angle, mirror, point_index, rotate, thumb_angle, tuck_thumb
 from tests.helpers import HAND_GESTURES, JS, js_url, mediapipe_hands
 
 GESTURE_JS = JS / "gesture.js"
-OPPOSITE = {"thumbs_up": "thumbs_down", "thumbs_down": "thumbs_up", "none": "none"}
+OPPOSITE = {"thumbs_up": "thumbs_down", "thumbs_down": "thumbs_up"}
+# Gestures whose answer does not depend on which way the hand is turned in the picture.
+TURN_FREE = ("victory", "open_palm", "closed_fist", "iloveyou", "none")
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -46,48 +50,6 @@ process.stdin.on('end', () => {
 def run_node(cases: list[dict], sequences: list[dict] = (), tracked: list[dict] = ()) -> dict:
     return helpers.run_node(RUNNER, {"cases": cases, "sequences": list(sequences), "tracked": list(tracked)},
                             timeout=60)
-
-
-# ---------------------------------------------------------------- transformations
-
-def rotate(points: np.ndarray, degrees: float, centre=None) -> np.ndarray:
-    """In-plane rotation (x, y; z kept) about the centre, y pointing down like the image."""
-    p = np.array(points, dtype=float)
-    c = p[:, :2].mean(axis=0) if centre is None else centre
-    t = np.deg2rad(degrees)
-    r = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
-    p[:, :2] = (p[:, :2] - c) @ r.T + c
-    return p
-
-
-def mirror(points: np.ndarray) -> np.ndarray:
-    p = np.array(points, dtype=float)
-    p[:, 0] = -p[:, 0]
-    return p
-
-
-def thumb_angle(points: np.ndarray) -> float:
-    """Degrees between the thumb (MCP -> tip) and straight up, in the picture."""
-    v = points[4, :2] - points[2, :2]
-    return float(np.degrees(np.arctan2(abs(v[0]), -v[1])))
-
-
-def tuck_thumb(points: np.ndarray) -> np.ndarray:
-    """Thumb folded across the curled fingers: tip on the index/middle middle phalanges, IP
-    between its MCP and the index PIP — the fist that must NOT read as a thumbs-up."""
-    p = np.array(points, dtype=float)
-    p[4] = (p[6] + p[10]) / 2 + (p[7] - p[6]) * 0.3
-    p[3] = (p[2] + p[6]) / 2
-    return p
-
-
-def point_index(points: np.ndarray) -> np.ndarray:
-    """Index finger straightened along the palm (wrist -> index MCP), the others still curled."""
-    p = np.array(points, dtype=float)
-    d = p[5] - p[0]
-    for i, k in zip((6, 7, 8), (0.45, 0.75, 1.0)):
-        p[i] = p[5] + d * k
-    return p
 
 
 def hand_sets() -> dict[str, dict]:
@@ -123,8 +85,13 @@ def cases():
                     continue
                 img_r, wld_r = rotate(image, deg), rotate(world, deg, centre=np.zeros(2))
                 angle = thumb_angle(img_r)
-                if expected == "none":
-                    want = "none"
+                if expected in TURN_FREE:
+                    want = expected
+                elif expected == "pointing_up":
+                    pointing = index_angle(img_r)
+                    if 45 < pointing < 60:
+                        continue       # between the enter cone and the hold cone
+                    want = "pointing_up" if pointing < 45 else "none"
                 elif angle < 45 or angle > 135:
                     want = "thumbs_up" if angle < 45 else "thumbs_down"
                 elif 75 < angle < 105:
@@ -133,11 +100,23 @@ def cases():
                     continue           # between the cones: either answer is defensible
                 add(f"rot{deg:+d}", img_r, wld_r, want)
                 add(f"rot{deg:+d}-mirrored", mirror(img_r), mirror(wld_r), want)
-            if expected != "none":
+            if expected in OPPOSITE:
                 add("rot180", rotate(image, 180), rotate(world, 180, centre=np.zeros(2)), OPPOSITE[expected])
-                add("thumb-tucked", tuck_thumb(image), tuck_thumb(world), "none")
-                add("thumb-tucked-mirrored", mirror(tuck_thumb(image)), mirror(tuck_thumb(world)), "none")
-                add("index-pointing", point_index(image), point_index(world), "none")
+                add("thumb-tucked", tuck_thumb(image), tuck_thumb(world), "closed_fist")
+                add("thumb-tucked-mirrored", mirror(tuck_thumb(image)), mirror(tuck_thumb(world)), "closed_fist")
+                pointed = point_index(image)
+                if not 40 < index_angle(pointed) < 65:
+                    add("index-pointing", pointed, point_index(world),
+                        "pointing_up" if index_angle(pointed) < 45 else "none")
+            if expected == "open_palm":
+                for pose, make in FROM_PALM.items():
+                    for deg in (0, -30, 30, 180):
+                        img_r, wld_r = rotate(make(image), deg), rotate(make(world), deg, centre=np.zeros(2))
+                        want = pose
+                        if pose == "pointing_up" and index_angle(img_r) > 60:
+                            want = "none"   # pointing down
+                        add(f"palm-made-{pose}{deg:+d}", img_r, wld_r, want)
+                        add(f"palm-made-{pose}{deg:+d}-mirrored", mirror(img_r), mirror(wld_r), want)
     return out
 
 
@@ -160,7 +139,7 @@ def test_real_photos_as_mediapipe_sees_them(cases, verdicts):
     assert set(wrong) <= allowed, wrong
 
 
-@pytest.mark.parametrize("transform", ["mirrored", "scaled", "rot", "thumb-tucked", "index-pointing"])
+@pytest.mark.parametrize("transform", ["mirrored", "scaled", "rot", "thumb-tucked", "index-pointing", "palm-made"])
 def test_transformed_hands(cases, verdicts, transform):
     chosen = {cid: c for cid, c in cases.items() if f":{transform}" in cid
               and not cid.startswith("down_1.jpg:lite:2d")}
@@ -189,12 +168,12 @@ def test_stabilizer_needs_consecutive_frames_and_does_not_flicker():
     assert got == (["none", "none"] + ["thumbs_up"] * 3      # up after 3 frames in a row
                    + ["thumbs_up"] * 4                        # one stray palm frame: ignored
                    + ["thumbs_up"] * 3                        # two stray frames, then up again: still up
-                   + ["thumbs_up", "thumbs_up", "none", "none"])  # three palms in a row: none
+                   + ["thumbs_up", "thumbs_up", "open_palm", "open_palm"])  # three palms in a row: palm
 
 
 def test_tracker_keeps_each_hand_through_a_flipped_handedness_label():
     """Two hands: a thumbs-up and an open palm side by side. The up hand's label flips for a
-    frame (as MediaPipe's handedness sometimes does): its gesture stays; the palm stays none."""
+    frame (as MediaPipe's handedness sometimes does): its gesture stays; so does the palm's."""
     up = mediapipe_hands("up_3.jpg")[0]["image"]
     palm = mediapipe_hands("none_2.jpg")[0]["image"]
     palm = palm * (np.ptp(up[:, 1]) / np.ptp(palm[:, 1]))   # same size,
@@ -207,7 +186,7 @@ def test_tracker_keeps_each_hand_through_a_flipped_handedness_label():
     frames = [hands("Left")] * 4 + [hands("Right")] + [hands("Left")] * 2
     got = run_node([], tracked=[{"id": "t", "n": 3, "frames": frames}])["tracked"]["t"]
     assert [g[0] for g in got] == ["none", "none"] + ["thumbs_up"] * 5
-    assert all(g[1] == "none" for g in got)
+    assert [g[1] for g in got] == ["none", "none"] + ["open_palm"] * 5
 
 
 def test_rejects_wrong_input():

@@ -19,8 +19,11 @@ from tests.helpers import (CHROMIUM, HAND_GESTURES, RECORD_FRAMES, drop_files, f
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
 KEYPOINT_TOLERANCE_PX = 12.0
-EMOJI = {"thumbs_up": "\U0001F44D", "thumbs_down": "\U0001F44E", "none": ""}
-LABEL = {"thumbs_up": "thumbs up", "thumbs_down": "thumbs down", "none": ""}
+EMOJI = {"thumbs_up": "\U0001F44D", "thumbs_down": "\U0001F44E", "victory": "\u270C\uFE0F",
+         "open_palm": "\U0001F590\uFE0F", "closed_fist": "\u270A", "pointing_up": "\u261D\uFE0F",
+         "iloveyou": "\U0001F91F", "none": ""}
+LABEL = {"thumbs_up": "thumbs up", "thumbs_down": "thumbs down", "victory": "victory", "open_palm": "open palm",
+         "closed_fist": "closed fist", "pointing_up": "pointing up", "iloveyou": "I love you", "none": ""}
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +148,7 @@ def test_zidane_one_hand_within_12px_of_mediapipe(image_page, figures):
     # The model's label is for a mirrored picture; a photo is not: the page reports the person's hand.
     assert hand["model_handedness"] == reference[0]["handedness"]
     assert hand["handedness"] == SWAP[reference[0]["handedness"]]
-    assert hand["gesture"] == "none"    # index finger pointing, not a thumb gesture
+    assert hand["gesture"] == "none"    # index finger pointing sideways: not pointing up
     assert log.outside_requests == [] and log.console_errors == []
 
 

@@ -1,22 +1,28 @@
-// Thumbs-up / thumbs-down / none from MediaPipe's 21 hand landmarks. Pure functions, no DOM
-// and no TF.js: the page, Node unit tests and any other caller share this one module.
+// MediaPipe Gesture Recognizer's seven gestures (thumbs up, thumbs down, victory, open palm,
+// closed fist, pointing up, "I love you") or none, from MediaPipe's 21 hand landmarks. Pure
+// functions, no DOM and no TF.js: the page, Node unit tests and any other caller share this
+// one module; modelcontract/gesture.py is its Python twin for the API.
 //
 // Points: 21 x [x, y] or [x, y, z] (or {x, y, z}), any unit, y pointing DOWN: the image
 // keypoints (pixels). Optionally `world`: MediaPipe's 3-D world landmarks (metres, axes
 // following the image); when given, the hand's shape (finger curl, thumb straightness and
-// reach) is read from them — better for fingers curled towards the camera — while the thumb's
-// direction is always read from the image x, y, because "up" means up in the picture.
+// reach) is read from them — better for fingers curled towards the camera — while directions
+// (thumb or index up or down) are always read from the image x, y, because "up" means up in
+// the picture.
 //
 // Rules (all ratios and angles, so scale-free; measured in the hand's own frame, so
-// rotation-free except the thumb's direction, which is the gesture itself; mirror-free, so
+// rotation-free except the up/down directions, which are the gesture itself; mirror-free, so
 // either hand):
-//   1. the four fingers are folded: each finger's PIP -> tip points back against the
-//      palm's wrist -> MCP direction (cosine below a threshold);
-//   2. the thumb is straight and sticks out of the fist: its tip is far from the folded
-//      fingers' joints (a fist with the thumb tucked across the fingers fails here);
-//   3. the thumb's tip is the hand's extreme point along the thumb's own direction, by a
-//      margin (the thumb sticks out of the fist, whichever way the hand is turned);
-//   4. the thumb points up (or down) in the picture, within a cone.
+//   1. each of the four fingers is folded (its PIP -> tip points back against the palm's
+//      wrist -> MCP direction: cosine below a threshold), extended (cosine above another) or
+//      in between; SHAPES gives each gesture's pattern, index to pinky;
+//   2. the thumb is straight; it is extended when its tip is also far from the fingers' PIP
+//      and DIP joints (a thumb tucked across a fist is not); it is out of a fist when its tip
+//      is, in addition, the hand's extreme point along the thumb's own direction, by a margin;
+//   3. four folded fingers: a thumb out pointing up (down) in the picture, within a cone, is
+//      thumbs up (down), a thumb not out a closed fist; the index alone extended, pointing up
+//      within a cone, is pointing up; index and middle, victory; index and pinky with the
+//      thumb extended, "I love you"; all four with a straight thumb, open palm.
 // Each threshold has an "enter" and a looser "hold" value: classifyGesture(points, {hold})
 // keeps a gesture already shown unless a feature clearly leaves it (hysteresis).
 
@@ -27,6 +33,11 @@ const FINGERS = [[5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16], [17, 18, 19, 2
 export const GESTURES = {
   thumbs_up: {label: 'thumbs up', emoji: '\u{1F44D}'},
   thumbs_down: {label: 'thumbs down', emoji: '\u{1F44E}'},
+  victory: {label: 'victory', emoji: '\u270C\uFE0F'},
+  open_palm: {label: 'open palm', emoji: '\u{1F590}\uFE0F'},
+  closed_fist: {label: 'closed fist', emoji: '\u270A'},
+  pointing_up: {label: 'pointing up', emoji: '\u261D\uFE0F'},
+  iloveyou: {label: 'I love you', emoji: '\u{1F91F}'},
   none: {label: '', emoji: ''},
 };
 
@@ -37,7 +48,18 @@ export const THRESHOLDS = {
   thumbOut: [0.45, 0.35],       // thumb tip to nearest finger PIP/DIP, in palm lengths, above
   thumbReach: [0.2, 0.1],       // thumb tip beyond every other point along the thumb, in palm lengths, above
   thumbCone: [55, 65],          // degrees between the thumb (MCP -> tip) and straight up/down, below
+  fingerExtend: [0.6, 0.4],     // per finger: cos(wrist -> MCP, PIP -> tip) above
+  indexCone: [45, 60],          // degrees between the index (MCP -> tip) and straight up, below
 };
+
+// Finger states per gesture, index to pinky: E extended, F folded.
+export const SHAPES = {
+  thumbs_up: 'FFFF', thumbs_down: 'FFFF', closed_fist: 'FFFF',
+  pointing_up: 'EFFF', victory: 'EEFF', iloveyou: 'EFFE', open_palm: 'EEEE',
+};
+
+// The gestures whose thumb sticks out.
+const THUMB_OUT = ['thumbs_up', 'thumbs_down', 'iloveyou', 'open_palm'];
 
 function toPoints(points) {
   if (!points || points.length !== 21) throw new Error(`need 21 landmarks, got ${points ? points.length : 0}`);
@@ -78,29 +100,56 @@ export function handFeatures(points, world = null) {
   const along = (p) => p[0] * unit[0] + p[1] * unit[1] + p[2] * unit[2];
   const others = FINGERS.flat().concat([WRIST]).map((i) => along(shape[i]));
   const thumbReach = (along(tip) - Math.max(...others)) / shapeScale;
-  // Direction in the picture: angle of MCP -> tip from straight up (0) .. straight down (180).
-  const v = sub(img[THUMB[3]], img[THUMB[1]]);
-  const thumbAngle = Math.atan2(Math.abs(v[0]), -v[1]) * 180 / Math.PI;
-  return {fingerFold, thumbStraight, thumbOut, thumbReach, thumbAngle};
+  const thumbAngle = angleFromUp(img[THUMB[1]], img[THUMB[3]]);
+  const indexAngle = angleFromUp(img[FINGERS[0][0]], img[FINGERS[0][3]]);
+  return {fingerFold, thumbStraight, thumbOut, thumbReach, thumbAngle, indexAngle};
+}
+
+// Direction of a -> b in the picture: degrees from straight up (0) to straight down (180).
+function angleFromUp(a, b) {
+  const v = sub(b, a);
+  return Math.atan2(Math.abs(v[0]), -v[1]) * 180 / Math.PI;
 }
 
 function pick(rule, holding) {
   return THRESHOLDS[rule][holding ? 1 : 0];
 }
 
-// -> {gesture: 'thumbs_up' | 'thumbs_down' | 'none', features}
-export function classifyGesture(points, {world = null, hold = 'none'} = {}) {
-  const f = handFeatures(points, world);
-  const holding = hold === 'thumbs_up' || hold === 'thumbs_down';
-  const fist = f.fingerFold.every((c) => c < pick('fingerFold', holding));
-  const thumbOut = f.thumbStraight > pick('thumbStraight', holding) && f.thumbOut > pick('thumbOut', holding)
-    && f.thumbReach > pick('thumbReach', holding);
-  let gesture = 'none';
-  if (fist && thumbOut) {
-    if (f.thumbAngle < pick('thumbCone', hold === 'thumbs_up')) gesture = 'thumbs_up';
-    else if (180 - f.thumbAngle < pick('thumbCone', hold === 'thumbs_down')) gesture = 'thumbs_down';
+// 'E', 'F' or '-' per finger, index to pinky; a finger the held gesture has in a state
+// keeps it with that state's looser threshold.
+function fingerStates(fold, hold) {
+  const held = SHAPES[hold] || '----';
+  return fold.map((c, i) => {
+    if (c < pick('fingerFold', held[i] === 'F')) return 'F';
+    if (c > pick('fingerExtend', held[i] === 'E')) return 'E';
+    return '-';
+  }).join('');
+}
+
+function gestureOf(f, hold) {
+  const holding = THUMB_OUT.includes(hold);   // the thumb's looser thresholds keep a thumb that is out
+  const fingers = fingerStates(f.fingerFold, hold);
+  const thumbStraight = f.thumbStraight > pick('thumbStraight', holding);
+  const thumbExtended = thumbStraight && f.thumbOut > pick('thumbOut', holding);
+  const thumbOut = thumbExtended && f.thumbReach > pick('thumbReach', holding);
+  switch (fingers) {
+    case 'FFFF':
+      if (!thumbOut) return 'closed_fist';
+      if (f.thumbAngle < pick('thumbCone', hold === 'thumbs_up')) return 'thumbs_up';
+      if (180 - f.thumbAngle < pick('thumbCone', hold === 'thumbs_down')) return 'thumbs_down';
+      return 'none';
+    case 'EFFF': return f.indexAngle < pick('indexCone', hold === 'pointing_up') ? 'pointing_up' : 'none';
+    case 'EEFF': return 'victory';
+    case 'EFFE': return thumbExtended ? 'iloveyou' : 'none';
+    case 'EEEE': return thumbStraight ? 'open_palm' : 'none';
+    default: return 'none';
   }
-  return {gesture, features: f};
+}
+
+// -> {gesture: one of GESTURES' keys, features}
+export function classifyGesture(points, {world = null, hold = 'none'} = {}) {
+  const features = handFeatures(points, world);
+  return {gesture: gestureOf(features, hold), features};
 }
 
 // Live video: a new gesture is shown only after `frames` consecutive frames agree, and the

@@ -1,7 +1,7 @@
 // Hand pose page: camera / video / image -> MediaPipe Hands (handpipeline.js: the steps of
 // @tensorflow-models/hand-pose-detection's 'tfjs' runtime, on our converted TF.js graphs or
 // on the same .tflite files with LiteRT.js) -> 21 keypoints, skeleton, handedness and a
-// thumbs-up / thumbs-down gesture. One frame in flight; the pipeline disposes its tensors.
+// gesture (gesture.js: MediaPipe Gesture Recognizer's seven). One frame in flight; the pipeline disposes its tensors.
 // `?runtime=mediapipe` runs the library on MediaPipe's own runtime instead (the benchmark's peer).
 //
 // Handedness: MediaPipe's model assumes a mirrored (selfie) picture. Camera frames, video
