@@ -20,8 +20,8 @@ GESTURES = ("thumbs_up", "thumbs_down", "victory", "open_palm", "closed_fist", "
 
 # [enter, hold] per rule (gesture.js THRESHOLDS).
 THRESHOLDS = {
-    "fingerFold": (-0.2, 0.0),
-    "fingerExtend": (0.6, 0.4),
+    "fingerFold": (0.0, 0.2),
+    "fingerExtend": (0.5, 0.3),
     "thumbStraight": (0.8, 0.72),
     "thumbOut": (0.45, 0.35),
     "thumbReach": (0.2, 0.1),

@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("DATARAILROAD_SHARED", ROOT.parent / "shared"))
 YOLOV5N_WEIGHTS = SHARED / "models" / "yolov5n.pt"
 HAND_FIXTURES = SHARED / "fixtures" / "hands"
+GESTURE_FIXTURES = ROOT / "tests" / "fixtures" / "gestures"   # in the repo: see its README
 ARTIFACTS = ROOT / "test-artifacts"
 JS = ROOT / "static" / "js"
 
@@ -42,12 +43,14 @@ JS = ROOT / "static" / "js"
 # ---------------------------------------------------------------------------- photos and images
 
 def photo_file(name: str) -> Path:
-    """bus.jpg / zidane.jpg (shipped in the ultralytics wheel) or a shared hand fixture;
-    skips the test when a hand fixture is absent."""
+    """bus.jpg / zidane.jpg (shipped in the ultralytics wheel), a gesture photo (in the repo)
+    or a shared hand fixture; skips the test when a shared hand fixture is absent."""
     if name in ("bus.jpg", "zidane.jpg"):
         from converters.sources import photo_path
 
         return Path(photo_path(name))
+    if (GESTURE_FIXTURES / name).is_file():
+        return GESTURE_FIXTURES / name
     path = HAND_FIXTURES / name
     if not path.is_file():
         pytest.skip(f"hand fixture absent: {path}")
@@ -71,9 +74,10 @@ def rgb_like_browser(path: Path) -> np.ndarray:
         return np.asarray(ImageOps.exif_transpose(im).convert("RGB"))
 
 
-# The hand fixtures and the gesture each shows.
+# The hand photos and the gesture each shows: the shared fixtures, then the repo's.
 HAND_GESTURES = {"up_1.jpg": "thumbs_up", "up_3.jpg": "thumbs_up", "down_1.jpg": "thumbs_down",
-                 "down_3.jpg": "thumbs_down", "none_2.jpg": "open_palm"}
+                 "down_3.jpg": "thumbs_down", "none_2.jpg": "open_palm",
+                 **{p.name: p.stem.rsplit("_", 1)[0] for p in sorted(GESTURE_FIXTURES.glob("*.jpg"))}}
 
 
 @functools.lru_cache(maxsize=None)

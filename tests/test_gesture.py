@@ -113,8 +113,10 @@ def cases():
                     for deg in (0, -30, 30, 180):
                         img_r, wld_r = rotate(make(image), deg), rotate(make(world), deg, centre=np.zeros(2))
                         want = pose
-                        if pose == "pointing_up" and index_angle(img_r) > 60:
-                            want = "none"   # pointing down
+                        if pose == "pointing_up" and index_angle(img_r) > 45:
+                            if index_angle(img_r) < 60:
+                                continue    # between the enter cone and the hold cone
+                            want = "none"   # pointing sideways or down
                         add(f"palm-made-{pose}{deg:+d}", img_r, wld_r, want)
                         add(f"palm-made-{pose}{deg:+d}-mirrored", mirror(img_r), mirror(wld_r), want)
     return out

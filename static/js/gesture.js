@@ -43,12 +43,12 @@ export const GESTURES = {
 
 // [enter, hold] per rule.
 export const THRESHOLDS = {
-  fingerFold: [-0.2, 0.0],      // per finger: cos(wrist -> MCP, PIP -> tip) below
+  fingerFold: [0.0, 0.2],       // per finger: cos(wrist -> MCP, PIP -> tip) below
   thumbStraight: [0.8, 0.72],   // |tip - mcp| / (|ip - mcp| + |tip - ip|) above
   thumbOut: [0.45, 0.35],       // thumb tip to nearest finger PIP/DIP, in palm lengths, above
   thumbReach: [0.2, 0.1],       // thumb tip beyond every other point along the thumb, in palm lengths, above
   thumbCone: [55, 65],          // degrees between the thumb (MCP -> tip) and straight up/down, below
-  fingerExtend: [0.6, 0.4],     // per finger: cos(wrist -> MCP, PIP -> tip) above
+  fingerExtend: [0.5, 0.3],     // per finger: cos(wrist -> MCP, PIP -> tip) above
   indexCone: [45, 60],          // degrees between the index (MCP -> tip) and straight up, below
 };
 
