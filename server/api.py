@@ -24,7 +24,7 @@ import time
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from modelcontract import limits
+from modelcontract import custom_gestures, limits
 
 from . import front, images, manifests, openapi, video
 from .errors import error_response
@@ -357,9 +357,28 @@ def hands():
         detect_score = param_float("detect_score")
         max_hands = param_int("max_det", 1, limits.MAX_HANDS)
         variant = param_choice("variant", runner.variants)
-        return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score)
+        custom = read_custom_gestures()
+        return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score,
+                                  custom=custom)
 
     return infer("handpose", configure)
+
+
+def read_custom_gestures() -> dict | None:
+    """The optional multipart file part ``custom``: the hands page's exported gesture set."""
+    if not _is_multipart():
+        return None
+    parts = request.files.getlist("custom")
+    if not parts:
+        if "custom" in request.form:
+            raise ApiError(400, "bad_custom", "the multipart field 'custom' must be a file part (with a filename)")
+        return None
+    if len(parts) > 1:
+        raise ApiError(400, "bad_custom", "the form has more than one 'custom' part: send one gesture file")
+    try:
+        return custom_gestures.parse_set(parts[0].read())
+    except custom_gestures.GestureFileError as exc:
+        raise ApiError(400, "bad_custom", f"the 'custom' part is {exc}") from None
 
 
 @bp.post("/track")

@@ -170,6 +170,12 @@ SCHEMAS = {
             "score": NUMBER_01,
             "gesture": {"type": "string", "enum": list(GESTURES),
                         "description": "static/js/gesture.js's rules for a still image"},
+            "custom": {"type": ["object", "null"], "required": ["name", "distance", "confidence", "votes"],
+                       "description": "only when the request has a 'custom' gesture file: the nearest of its "
+                                      "gestures (static/js/custom-gestures.js's match), or null when none is near",
+                       "properties": {"name": {"type": "string"}, "distance": {"type": "number", "minimum": 0},
+                                      "confidence": NUMBER_01,
+                                      "votes": {"type": "object", "additionalProperties": NUMBER_01}}},
             "keypoints": {"type": "array", "minItems": 21, "maxItems": 21,
                           "description": "MediaPipe's 21 hand landmarks (wrist, thumb_cmc, ... pinky_finger_tip), "
                                          "x, y in source-image pixels (may lie outside the image)",
@@ -351,7 +357,10 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
             "/api/v1/hands": {"post": _operation(
                 "Hand landmarks",
                 "MediaPipe Hands (palm detector + landmark model) with the decoding of "
-                "@tensorflow-models/hand-pose-detection in static-image mode, as the hands page runs it.",
+                "@tensorflow-models/hand-pose-detection in static-image mode, as the hands page runs it. A "
+                "multipart body may carry, beside `image`, the file part `custom`: a gesture set exported from "
+                "the hands page (format datarailroad-hand-gestures, at most 20 gestures of 300 examples; a bad "
+                "file -> 400 bad_custom); each hand then has `custom`, the page's match.",
                 [hand_models,
                  _param("score", score, "minimum hand presence score (default 0.5, the library's)"),
                  _param("detect_score", score, "palm detection score cut, MediaPipe's min_detection_confidence "

@@ -5,6 +5,7 @@ works). The contract underneath without HTTP: tests/test_contract.py."""
 from __future__ import annotations
 
 import io
+import json
 import threading
 
 import numpy as np
@@ -134,6 +135,61 @@ def test_hands_gesture_on_photos(client, api_models, photo, gesture):
     need(api_models, "handpose")
     hands = post(client, "hands", photo_bytes(photo)).get_json()["hands"]
     assert [h["gesture"] for h in hands] == [gesture]
+
+
+def post_custom(client, photo: str, custom):
+    form = {"image": (io.BytesIO(photo_bytes(photo)), photo)}
+    if custom is not None:
+        form["custom"] = (io.BytesIO(custom if isinstance(custom, bytes) else json.dumps(custom).encode()),
+                          "gestures.json")
+    return client.post("/api/v1/hands", data=form, content_type="multipart/form-data")
+
+
+def test_hands_custom_gestures_answer_the_recorded_names(client, api_models):
+    """A set recorded from the server's own hands (as the page records the page's): each photo
+    answers its gesture's name, a third gesture none of them; without the part, no `custom`."""
+    from modelcontract import custom_gestures as cg
+
+    need(api_models, "handpose")
+    recorded = {}
+    for name, photo in (("like", "up_3.jpg"), ("palm", "none_2.jpg")):
+        hand = post_custom(client, photo, None).get_json()["hands"][0]
+        assert "custom" not in hand
+        recorded[name] = cg.normalise_hand(hand["keypoints"], hand["handedness"])
+    gesture_set = {"format": cg.FORMAT, "version": cg.VERSION,
+                   "gestures": [{"name": n, "examples": [v]} for n, v in recorded.items()]}
+    answers = {photo: post_custom(client, photo, gesture_set) for photo in ("up_3.jpg", "none_2.jpg", "victory_1.jpg")}
+    assert all(r.status_code == 200 for r in answers.values())
+    custom = {photo: r.get_json()["hands"][0]["custom"] for photo, r in answers.items()}
+    assert custom["up_3.jpg"]["name"] == "like" and custom["up_3.jpg"]["distance"] < 1e-3
+    assert custom["none_2.jpg"]["name"] == "palm" and custom["none_2.jpg"]["confidence"] == 1.0
+    assert custom["victory_1.jpg"] is None
+    assert answers["up_3.jpg"].get_json()["hands"][0]["gesture"] == "thumbs_up"   # the built-in one stays
+
+
+@pytest.mark.parametrize("bad", ["not json", "a list", "other format", "empty name", "short example", "NaN",
+                                 "too many examples", "twice"])
+def test_hands_custom_bad_file_is_a_400_and_the_server_goes_on(client, api_models, bad):
+    from tests.test_custom_gestures import BAD
+
+    need(api_models, "handpose")
+    body = BAD[bad]
+    response = post_custom(client, "up_3.jpg", body.encode() if isinstance(body, str) else body)
+    assert_error(response, 400, "bad_custom")
+    assert "not a gesture file" in response.get_json()["error"]["message"]
+    assert post_custom(client, "up_3.jpg", None).status_code == 200
+
+
+def test_hands_custom_part_must_be_one_file(client, api_models):
+    need(api_models, "handpose")
+    image = (io.BytesIO(photo_bytes("up_3.jpg")), "up_3.jpg")
+    as_field = client.post("/api/v1/hands", data={"image": image, "custom": "{}"}, content_type="multipart/form-data")
+    assert_error(as_field, 400, "bad_custom")
+    empty = {"format": "datarailroad-hand-gestures", "version": 1, "gestures": []}
+    twice = client.post("/api/v1/hands", content_type="multipart/form-data", data={
+        "image": (io.BytesIO(photo_bytes("up_3.jpg")), "up_3.jpg"),
+        "custom": [(io.BytesIO(json.dumps(empty).encode()), "a.json"), (io.BytesIO(json.dumps(empty).encode()), "b.json")]})
+    assert_error(twice, 400, "bad_custom")
 
 
 # ---------------------------------------------------------------------------- parameters & inputs

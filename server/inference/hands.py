@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from modelcontract.anchors import ssd_anchors
+from modelcontract.custom_gestures import match_hand, normalise_hand
 from modelcontract.gesture import classify_gesture
 from modelcontract.hands import (DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS, associate_rects, crop_tensor,
                                  decode_palms, palm_to_roi, person_handedness, project_landmarks)
@@ -118,21 +119,25 @@ class HandsRunner(Runner):
         return [h for h in found if h is not None], {"palm": (t1 - t0) * 1e3, "landmarks": (t2 - t1) * 1e3}
 
     def __call__(self, image: np.ndarray, max_hands: int | None = None, score: float | None = None,
-                 variant: str | None = None, detect_score: float | None = None) -> dict:
+                 variant: str | None = None, detect_score: float | None = None, custom: dict | None = None) -> dict:
         """The hands page's result for a still image (static/js/hands.js): handedness swapped
         to the person's hand (MediaPipe labels assume a mirrored picture; the model's label
         stays in model_handedness), the gesture from gesture.js's rules (world landmarks for
-        the hand's shape)."""
+        the hand's shape); with ``custom`` (a gesture set, modelcontract.custom_gestures),
+        each hand's nearest of your gestures, or None."""
         variant = variant or self.defaults["variant"]
         found, times = self.estimate(image, max_hands, score, variant, detect_score)
         t2 = time.perf_counter()
         hands = []
         for hand in found:
             model_label = hand["handedness"]
-            hands.append({"handedness": person_handedness(model_label), "model_handedness": model_label,
-                          "score": hand["score"],
-                          "gesture": classify_gesture(hand["keypoints"], hand["world"]),
-                          "keypoints": [[float(x), float(y)] for x, y in hand["keypoints"]]})
+            keypoints = [[float(x), float(y)] for x, y in hand["keypoints"]]
+            result = {"handedness": person_handedness(model_label), "model_handedness": model_label,
+                      "score": hand["score"], "gesture": classify_gesture(hand["keypoints"], hand["world"]),
+                      "keypoints": keypoints}
+            if custom is not None:
+                result["custom"] = match_hand(normalise_hand(keypoints, result["handedness"]), custom)
+            hands.append(result)
         height, width = image.shape[:2]
         return {"model": self.id, "variant": variant, "image": {"width": width, "height": height}, "hands": hands,
                 "timing_ms": {"palm": round(times["palm"], 3), "landmarks": round(times["landmarks"], 3),

@@ -16,6 +16,7 @@ import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
 import {GESTURES, GestureTracker, classifyGesture} from './gesture.js';
 import {HandPipeline, modelRunner, outputNames} from './handpipeline.js';
+import {GesturePanel} from './gesture-panel.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -37,6 +38,11 @@ const panel = new LoadPanel();
 const tracker = new GestureTracker({frames: 3});
 const view = $('view');
 const ctx = view ? view.getContext('2d') : null;
+
+const yours = new GesturePanel($, {
+  isLive: () => frames.kind === 'camera' || frames.kind === 'video',
+  onChange: () => { if (frames.kind === 'image') frames.runImage(); },
+});
 
 function onServer() {
   return state.opened && state.opened.backend === SERVER;
@@ -183,6 +189,7 @@ function renderResults(result) {
     li.dataset.modelHandedness = hand.model_handedness;
     li.dataset.score = hand.score.toFixed(4);
     li.dataset.gesture = hand.gesture;
+    li.dataset.custom = hand.custom ? hand.custom.name : '';
     li.dataset.keypoints = hand.keypoints.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(';');
     const g = GESTURES[hand.gesture];
     const emoji = document.createElement('span');
@@ -190,7 +197,8 @@ function renderResults(result) {
     emoji.textContent = g.emoji;
     const text = document.createElement('span');
     text.className = 'hand-text';
-    text.textContent = `${hand.handedness} hand ${(hand.score * 100).toFixed(0)}%${g.label ? ` — ${g.label}` : ''}`;
+    const mine = hand.custom ? ` — yours: ${hand.custom.name} ${(hand.custom.confidence * 100).toFixed(0)}%` : '';
+    text.textContent = `${hand.handedness} hand ${(hand.score * 100).toFixed(0)}%${g.label ? ` — ${g.label}` : ''}${mine}`;
     li.style.setProperty('--hand-color', COLORS[hand.handedness] || '#888');
     li.append(emoji, text);
     return li;
@@ -200,12 +208,15 @@ function renderResults(result) {
     height: String(result.image.height), source: frames.kind || '', image: frames.name,
     model: result.model, variant: result.variant, runtime: state.runtime,
   });
-  // The badge: the first hand showing a gesture (the result list has every hand's).
-  const shown = result.hands.find((h) => h.gesture !== 'none');
+  // The badge: the first hand showing a gesture, yours first (the result list has every hand's).
+  const shown = result.hands.find((h) => h.custom) || result.hands.find((h) => h.gesture !== 'none');
   const badge = $('gesture');
   badge.dataset.gesture = shown ? shown.gesture : 'none';
+  if (shown && shown.custom) badge.dataset.custom = shown.custom.name;
+  else delete badge.dataset.custom;
   badge.querySelector('.gesture-emoji').textContent = shown ? GESTURES[shown.gesture].emoji : '';
-  badge.querySelector('.gesture-label').textContent = shown ? GESTURES[shown.gesture].label : '';
+  badge.querySelector('.gesture-label').textContent = shown
+    ? (shown.custom ? shown.custom.name : GESTURES[shown.gesture].label) : '';
 }
 
 // A grabbed frame -> the shared result schema {model, image, hands: [...], timing_ms}.
@@ -237,6 +248,8 @@ async function processFrame(frame, {mirrored, live, file, source}) {
     ? tracker.update(found.map((h) => ({key: h.handedness, points: h.keypoints, world: world(h)}))).map((g) => g.gesture)
     : found.map((h) => classifyGesture(h.keypoints, {world: world(h)}).gesture));
   const hands = found.map((h, i) => toResultHand(h, gestures[i]));
+  const custom = await yours.update(hands);
+  hands.forEach((h, i) => { h.custom = custom[i]; });
   const t3 = performance.now();
   if (view.width !== width || view.height !== height) {
     view.width = width;
@@ -270,7 +283,7 @@ async function main() {
   }
   const maxHands = urlOverride('hands');
   if (maxHands === '1' || maxHands === '2') $('max-hands').value = maxHands;
-  await openSelectedModel();
+  await Promise.all([openSelectedModel(), yours.load()]);
 
   frames.wire($, (kind) => {
     if (!kind) return;
