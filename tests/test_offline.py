@@ -375,7 +375,8 @@ def _live_gestures(page):
 def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path):
     """The camera path with the network off too: after one online visit, a /classify camera
     snapshot and the live /hands camera (a thumbs-up photo as the fake camera) give what they
-    gave online, with the server stopped."""
+    gave online, with the server stopped; a gesture of yours recorded online is still there
+    and still recognised (IndexedDB)."""
     lite0 = built_model("efficientnet-lite0")
     built_model("handpose")
     camera = write_y4m(tmp_path / "up_3.y4m", letterbox_rgb(photo_rgb("up_3.jpg")))
@@ -389,6 +390,9 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         online_gestures = _live_gestures(page)
+        page.fill("#custom-name", "like")
+        page.click("#custom-record")
+        page.wait_for_selector("#custom-list li[data-name='like']", timeout=60_000)
         wait_cached(page, *CLASSIFY_HANDS_FILES)
 
         go_offline(context, server)
@@ -398,6 +402,7 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         offline_gestures = _live_gestures(page)
+        offline_yours = page.eval_on_selector_all("#results li", "items => items.map(li => li.dataset.custom)")
         online = page.evaluate("() => navigator.onLine")
         screenshot(page, "offline_hands_camera")
         context.close()
@@ -408,6 +413,7 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
     assert len(online_top5) == 5 and offline_top5 == online_top5, (online_top5, offline_top5)
     assert online_gestures == ["thumbs_up"] and offline_gestures == online_gestures, (online_gestures,
                                                                                       offline_gestures)
+    assert offline_yours == ["like"]
     assert log.outside_requests == [] and unexpected_errors(log) == [], log.console_errors
 
 
