@@ -4,10 +4,11 @@ and the logits feeding the graph's Softmax, TF.js and LiteRT against the source 
 and the manifest fields.
 
 A family's ``load`` returns an object with ``x`` (the preprocessed photo), ``reference``
-({"probabilities", "logits"} from the source framework), ``answer_x`` and ``answer`` (the
-answer-check pattern as input, modelcontract.answers, and the source's probabilities on it)
-and ``reference_info`` (runtime and version); its ``export`` returns ``export_graph``'s
-model.json; ``verify`` here takes both.
+({"probabilities", "logits"} from the source framework, and "features" when the graph has
+that second output), ``answer_x`` and ``answer`` (the answer-check pattern as input,
+modelcontract.answers, and the source's probabilities on it, or {"probabilities",
+"features"}) and ``reference_info`` (runtime and version); its ``export`` returns
+``export_graph``'s model.json; ``verify`` here takes both.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import numpy as np
 from . import parity, sources, stages, tfjs, tflite
 
 PHOTO = "bus.jpg"
+FEATURES = 1280   # the pooled head of both EfficientNet families
 
 
 def prepare_photo(input_spec: dict, photo: str = PHOTO):
@@ -28,7 +30,8 @@ def prepare_photo(input_spec: dict, photo: str = PHOTO):
 
 
 def export_saved_model(forward, variables, path: Path, input_spec: dict) -> Path:
-    """SavedModel with one ``serving_default`` signature: input -> {"probabilities"}.
+    """SavedModel with one ``serving_default`` signature: input -> {"probabilities"} (and
+    "features" when ``forward`` returns both, as a dict).
 
     Only the variables are attached to the saved object (not a Keras model), so saving
     does not trace every Keras layer; the function captures them by reference.
@@ -40,14 +43,15 @@ def export_saved_model(forward, variables, path: Path, input_spec: dict) -> Path
 
     @tf.function(input_signature=[tf.TensorSpec(input_spec["shape"], tf.float32, name=input_spec["name"])])
     def serve(x):
-        return {"probabilities": forward(x)}
+        out = forward(x)
+        return out if isinstance(out, dict) else {"probabilities": out}
 
     tf.saved_model.save(root, str(path), signatures={"serving_default": serve})
     return path
 
 
 def export_graph(ctx, forward, variables, input_spec: dict) -> dict:
-    """forward(x) -> probabilities, as tfjs/ (at the build's quantisation) and an fp32
+    """forward(x) -> probabilities (or {probabilities, features}), as tfjs/ (at the build's quantisation) and an fp32
     model.tflite in the work folder; returns the TF.js model.json."""
     with tempfile.TemporaryDirectory(prefix=f"{ctx.name}-") as tmp:
         saved_model = export_saved_model(forward, variables, Path(tmp) / "saved_model", input_spec)
@@ -79,10 +83,14 @@ def verify(ctx, loaded, model_json: dict) -> dict:
     stays fp32 whatever --quantize says, so it is held to the fp32 target."""
     labels = sources.imagenet_names()
     signature = tfjs.graph_signature(model_json)
-    input_name, output_name = signature["inputs"][0]["name"], signature["outputs"][0]["name"]
+    input_name = signature["inputs"][0]["name"]
+    by_key = {o["key"]: o["name"] for o in signature["outputs"]}
+    output_name = by_key["probabilities"]
+    features_name = by_key.get("features")   # the second output, where the family has one
     logits_node = softmax_input(model_json)
     ref_p, ref_l = loaded.reference["probabilities"], loaded.reference["logits"]
     ref_top = top_k(ref_p, labels)
+    fetched = [output_name, logits_node] + ([features_name] if features_name else [])
 
     def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
         got_p = tfjs_out[output_name]
@@ -90,27 +98,41 @@ def verify(ctx, loaded, model_json: dict) -> dict:
         probabilities = _rounded(parity.compare(ref_p, got_p))
         logits = _rounded(parity.compare(ref_l, tfjs_out[logits_node]))
         server = _rounded(parity.compare(ref_p, litert_out["probabilities"]))
+        tfjs = {"compared": "probabilities", **probabilities, "logits": {"node": logits_node, **logits},
+                "top5": tfjs_top}
+        gated = [probabilities["relative"], logits["relative"]]
+        server_gated = [server["relative"]]
+        if features_name:
+            ref_f = loaded.reference["features"]
+            tfjs["features"] = {"node": features_name, **_rounded(parity.compare(ref_f, tfjs_out[features_name]))}
+            server["features"] = _rounded(parity.compare(ref_f, litert_out["features"]))
+            gated.append(tfjs["features"]["relative"])
+            server_gated.append(server["features"]["relative"])
         return stages.Comparison(
-            tfjs={"compared": "probabilities", **probabilities, "logits": {"node": logits_node, **logits},
-                  "top5": tfjs_top},
-            server={"compared": "probabilities", **server, "target_relative": parity.TARGETS["none"]},
+            tfjs=tfjs, server={"compared": "probabilities", **server, "target_relative": parity.TARGETS["none"]},
             tfjs_ok=ctx.quantize != "uint8" or tfjs_top[0]["class_id"] == ref_top[0]["class_id"],
-            server_ok=server["relative"] <= parity.TARGETS["none"],
-            gated=max(probabilities["relative"], logits["relative"]))
+            server_ok=max(server_gated) <= parity.TARGETS["none"], gated=max(gated))
 
     checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
-                           inputs={input_name: loaded.x}, tfjs_outputs=[output_name, logits_node],
+                           inputs={input_name: loaded.x}, tfjs_outputs=fetched,
                            litert_inputs={"input": loaded.x}, compare=compare)
+    also = " and on features" if features_name else ""
     criterion = ("no numeric target for uint8 (figures recorded); top-1 equals the reference's"
                  if checked.target is None else
-                 "max|a-b|/max|a| <= target on probabilities and on logits (server: fp32 target)")
-    answer = stages.answer_check(ctx, {"model": stages.AnswerPart(
-        reference={output_name: loaded.answer}, tfjs_model="tfjs/model.json",
-        inputs={input_name: loaded.answer_x}, tfjs_outputs=[output_name],
-        roles=lambda out: {output_name: out[output_name]})},
-        " ".join(str(v) for v in loaded.reference_info.values()))
+                 f"max|a-b|/max|a| <= target on probabilities, on logits{also} (server: fp32 target)")
+    if features_name:   # roles by key, as the manifest's tensors name them
+        part = stages.AnswerPart(
+            reference=dict(loaded.answer), tfjs_model="tfjs/model.json", inputs={input_name: loaded.answer_x},
+            tfjs_outputs=[output_name, features_name],
+            roles=lambda out: {"probabilities": out[output_name], "features": out[features_name]})
+    else:
+        part = stages.AnswerPart(
+            reference={output_name: loaded.answer}, tfjs_model="tfjs/model.json",
+            inputs={input_name: loaded.answer_x}, tfjs_outputs=[output_name],
+            roles=lambda out: {output_name: out[output_name]})
+    answer = stages.answer_check(ctx, {"model": part}, " ".join(str(v) for v in loaded.reference_info.values()))
     return {
-        "signature": {"input": input_name, "output": output_name},
+        "signature": {"input": input_name, "output": output_name, "features": features_name},
         "speed": checked.speed,
         "answer_check": answer,
         "parity": {
@@ -132,16 +154,25 @@ def _rounded(figures: dict) -> dict:
 def describe(title: str, input_spec: dict, verified: dict, extra: dict) -> dict:
     """The manifest fields both EfficientNet families return."""
     labels = sources.imagenet_names()
+    signature = verified["signature"]
+    tensors = [{"name": signature["output"], "shape": [1, len(labels)],
+                "meaning": "softmax probabilities over the ImageNet-1k classes (index = labels[i])"}]
+    server = {"runtime": "litert", "model": "model.tflite", "signature": "serving_default",
+              "input": "input", "output": "probabilities", "precision": "float32"}
+    if signature["features"]:
+        # Two outputs: each named by its .tflite signature key too (LiteRT.js reads them by key).
+        tensors[0]["key"] = "probabilities"
+        tensors.append({"name": signature["features"], "key": "features", "shape": [1, FEATURES],
+                        "meaning": "the pooled head (global average pool before the classifier layer): "
+                                   "an image's feature vector, which the classify page's Teach mode compares"})
+        server["features"] = "features"
     return {
         "title": title,
-        "input": {**input_spec, "name": verified["signature"]["input"]},
-        "outputs": {"format": "probabilities", "tensors": [{
-            "name": verified["signature"]["output"], "shape": [1, len(labels)],
-            "meaning": "softmax probabilities over the ImageNet-1k classes (index = labels[i])"}]},
+        "input": {**input_spec, "name": signature["input"]},
+        "outputs": {"format": "probabilities", "tensors": tensors},
         "labels": labels,
         "tfjs": {"model": "tfjs/model.json"},
-        "server": {"runtime": "litert", "model": "model.tflite", "signature": "serving_default",
-                   "input": "input", "output": "probabilities", "precision": "float32"},
+        "server": server,
         "parity": verified["parity"],
         "speed": verified["speed"],
         "answer_check": verified["answer_check"],

@@ -188,6 +188,12 @@ def random_state_dict(seed: int = RANDOM_SEED) -> dict[str, np.ndarray]:
 
 def torch_logits(sd: dict[str, np.ndarray], x_nhwc: np.ndarray) -> np.ndarray:
     """The reference forward pass in PyTorch, BatchNorms as in the checkpoint (eval mode)."""
+    return torch_forward(sd, x_nhwc)[0]
+
+
+def torch_forward(sd: dict[str, np.ndarray], x_nhwc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(logits, pooled features) of the reference forward pass: the features are the head's
+    global average pool, the 1280 numbers the classifier's last layer reads."""
     import math
 
     import torch
@@ -217,8 +223,8 @@ def torch_logits(sd: dict[str, np.ndarray], x_nhwc: np.ndarray) -> np.ndarray:
             h = F.relu6(bn(conv(h, p + "_depthwise_conv.weight", stride, groups=h.shape[1]), p + "_bn1"))
             h = bn(conv(h, p + "_project_conv.weight"), p + "_bn2")
             x = h + x if stride == 1 and cin == cout else h
-        x = F.relu6(bn(conv(x, "_conv_head.weight"), "_bn1"))
-        return F.linear(x.mean(dim=(2, 3)), t["_fc.weight"], t["_fc.bias"]).numpy()
+        features = F.relu6(bn(conv(x, "_conv_head.weight"), "_bn1")).mean(dim=(2, 3))
+        return F.linear(features, t["_fc.weight"], t["_fc.bias"]).numpy(), features.numpy()
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -285,8 +291,10 @@ def folded_params(sd: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def tf_graph(params: dict[str, np.ndarray]):
-    """(forward(x) -> probabilities, variables) built from plain TF ops (conv, bias_add, relu6),
-    which the TF.js converter fuses into kernels the WASM backend runs."""
+    """(forward(x) -> {probabilities, features}, variables) built from plain TF ops (conv,
+    bias_add, relu6), which the TF.js converter fuses into kernels the WASM backend runs. The
+    features (the pooled head, 1280 numbers) are a second output for the classify page's
+    Teach mode."""
     import tensorflow as tf
 
     v = {k: tf.Variable(value, trainable=False, name=k.replace(".", "/").lstrip("_")) for k, value in params.items()}
@@ -308,9 +316,9 @@ def tf_graph(params: dict[str, np.ndarray]):
             h = conv(h, p + "_depthwise_conv", stride, depthwise=True)
             h = conv(h, p + "_project_conv", act=False)
             x = h + x if stride == 1 and cin == cout else h
-        x = tf.reduce_mean(conv(x, "_conv_head"), axis=[1, 2])
-        logits = tf.nn.bias_add(tf.matmul(x, v["_fc.kernel"]), v["_fc.bias"])
-        return tf.nn.softmax(logits)
+        features = tf.reduce_mean(conv(x, "_conv_head"), axis=[1, 2])
+        logits = tf.nn.bias_add(tf.matmul(features, v["_fc.kernel"]), v["_fc.bias"])
+        return {"probabilities": tf.nn.softmax(logits), "features": features}
 
     return forward, list(v.values())
 
@@ -332,11 +340,13 @@ def load(ctx) -> types.SimpleNamespace:
         evidence = normalisation_evidence(sd)
         ctx.log(f"stem variance / BN running variance: {evidence}")
     x, _ = classifier.prepare_photo(INPUT)
-    logits = torch_logits(sd, x)
+    logits, features = torch_forward(sd, x)
     answer_x = answers.model_input(INPUT)
+    answer_logits, answer_features = torch_forward(sd, answer_x)
     return types.SimpleNamespace(sd=sd, evidence=evidence, x=x,
-                                 reference={"logits": logits, "probabilities": softmax(logits)},
-                                 answer_x=answer_x, answer=softmax(torch_logits(sd, answer_x)),
+                                 reference={"logits": logits, "probabilities": softmax(logits), "features": features},
+                                 answer_x=answer_x,
+                                 answer={"probabilities": softmax(answer_logits), "features": answer_features},
                                  reference_info={"runtime": "torch", "version": torch.__version__})
 
 

@@ -28,4 +28,4 @@ def classify(model_dir: Path, rgb: np.ndarray) -> np.ndarray:
     m = manifest(model_dir)
     x, _ = prepare(rgb, m["input"])
     out = run_tflite(Path(model_dir) / m["server"]["model"], {m["input"]["name"]: x})
-    return np.asarray(next(iter(out.values())))[0]
+    return np.asarray(out[m["server"]["output"]])[0]

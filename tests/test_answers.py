@@ -136,7 +136,9 @@ def assert_record_holds(folder):
 
 def test_classifier_and_hands_records(built_model):
     lite0 = assert_record_holds(built_model("efficientnet-lite0"))
-    assert list(lite0["answer_check"]["parts"]["model"]) == [lite0["outputs"]["tensors"][0]["name"]]
+    # Roles by key where the tensors have keys (the pooled features beside the probabilities).
+    assert list(lite0["answer_check"]["parts"]["model"]) == [t.get("key", t["name"]) for t in lite0["outputs"]["tensors"]]
+    assert [t.get("key") for t in lite0["outputs"]["tensors"]] == ["probabilities", "features"]
     hands = assert_record_holds(built_model("handpose"))
     assert sorted(hands["answer_check"]["parts"]) == ["detector_full", "detector_lite", "landmark_full", "landmark_lite"]
     assert sorted(hands["answer_check"]["parts"]["detector_full"]) == ["boxes", "logits"]

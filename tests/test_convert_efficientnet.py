@@ -95,6 +95,32 @@ def test_lite0_server_artifact_on_second_photo(lite0):
     assert parity.compare(ref, served)["relative"] <= 1e-4
 
 
+def test_lite0_features_output_matches_pytorch_and_tells_photos_apart(lite0):
+    """The second output (Teach): the pooled head, TF.js and the .tflite against PyTorch's on
+    zidane.jpg (not the photo the gate used); the same photo is nearer itself than bus.jpg."""
+    from converters import efficientnet_lite as lite, parity, tflite
+    from converters.classifier import prepare_photo
+    from modelcontract.custom_classes import cosine_distance
+
+    m = manifest(lite0)
+    features = next(t for t in m["outputs"]["tensors"] if t.get("key") == "features")
+    assert features["shape"] == [1, 1280] and m["server"]["features"] == "features"
+    gate = m["parity"]
+    assert gate["tfjs"]["features"]["relative"] <= 1e-4 and gate["server"]["features"]["relative"] <= 1e-4
+    sd = lite.load_state_dict(lite.packaged_weights())
+    refs = {}
+    for photo in ("zidane.jpg", "bus.jpg"):
+        x, _ = prepare_photo(m["input"], photo)
+        ref = lite.torch_forward(sd, x)[1]
+        _, got = run_tfjs_outputs(lite0, x, [features["name"]])
+        served = tflite.run_tflite(lite0 / "model.tflite", {"input": x})["features"]
+        assert parity.compare(ref, got[features["name"]])["relative"] <= 1e-4
+        assert parity.compare(ref, served)["relative"] <= 1e-4
+        refs[photo] = ref.reshape(-1)
+    assert cosine_distance(refs["zidane.jpg"], refs["zidane.jpg"]) < 1e-9
+    assert cosine_distance(refs["zidane.jpg"], refs["bus.jpg"]) > 0.1
+
+
 def test_lite0_float16_meets_target(built_model, lite0_reference):
     from converters.sources import imagenet_names
 
