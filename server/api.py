@@ -24,7 +24,10 @@ import time
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from modelcontract import custom_gestures, limits
+from modelcontract import limits
+from modelcontract.custom_classes import CLASS_SETS
+from modelcontract.custom_gestures import GESTURE_SETS
+from modelcontract.example_sets import ExampleFileError
 
 from . import front, images, manifests, openapi, video
 from .errors import error_response
@@ -345,7 +348,11 @@ def detect():
 def classify():
     def configure(runner):
         k = param_int("top_k", 1, runner.num_classes)
-        return lambda rgb: runner(rgb, k)
+        custom = read_custom(CLASS_SETS)
+        if custom is not None and runner.features_key is None:
+            raise ApiError(400, "bad_custom", f"model {runner.id} has no feature output for your classes "
+                                              "(rebuild it, or use efficientnet-lite0)")
+        return lambda rgb: runner(rgb, k, custom=custom)
 
     return infer("classify", configure)
 
@@ -357,15 +364,15 @@ def hands():
         detect_score = param_float("detect_score")
         max_hands = param_int("max_det", 1, limits.MAX_HANDS)
         variant = param_choice("variant", runner.variants)
-        custom = read_custom_gestures()
+        custom = read_custom(GESTURE_SETS)
         return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score,
                                   custom=custom)
 
     return infer("handpose", configure)
 
 
-def read_custom_gestures() -> dict | None:
-    """The optional multipart file part ``custom``: the hands page's exported gesture set."""
+def read_custom(sets) -> dict | None:
+    """The optional multipart file part ``custom``: a set a page exported (example_sets)."""
     if not _is_multipart():
         return None
     parts = request.files.getlist("custom")
@@ -374,10 +381,10 @@ def read_custom_gestures() -> dict | None:
             raise ApiError(400, "bad_custom", "the multipart field 'custom' must be a file part (with a filename)")
         return None
     if len(parts) > 1:
-        raise ApiError(400, "bad_custom", "the form has more than one 'custom' part: send one gesture file")
+        raise ApiError(400, "bad_custom", f"the form has more than one 'custom' part: send one {sets.noun} file")
     try:
-        return custom_gestures.parse_set(parts[0].read())
-    except custom_gestures.GestureFileError as exc:
+        return sets.parse(parts[0].read())
+    except ExampleFileError as exc:
         raise ApiError(400, "bad_custom", f"the 'custom' part is {exc}") from None
 
 

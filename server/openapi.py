@@ -153,10 +153,18 @@ SCHEMAS = {
         "properties": {"class_id": {"type": "integer", "minimum": 0}, "label": {"type": "string"},
                        "probability": NUMBER_01},
     },
+    "CustomMatch": {
+        "type": ["object", "null"], "required": ["name", "distance", "confidence", "votes"],
+        "description": "only when the request has a 'custom' file: the nearest of its classes (gestures) as the "
+                       "page matches them (static/js/example-sets.js), or null when none is near enough",
+        "properties": {"name": {"type": "string"}, "distance": {"type": "number", "minimum": 0},
+                       "confidence": NUMBER_01, "votes": {"type": "object", "additionalProperties": NUMBER_01}},
+    },
     "ClassifyResult": {
         "type": "object", "required": ["model", "image", "top", "timing_ms"], "additionalProperties": False,
         "properties": {"model": {"type": "string"}, "image": {"$ref": "#/components/schemas/ImageSize"},
                        "top": {"type": "array", "minItems": 1, "items": {"$ref": "#/components/schemas/ClassScore"}},
+                       "custom": {"$ref": "#/components/schemas/CustomMatch"},
                        "timing_ms": {"$ref": "#/components/schemas/Timing"}},
     },
     "Hand": {
@@ -170,12 +178,7 @@ SCHEMAS = {
             "score": NUMBER_01,
             "gesture": {"type": "string", "enum": list(GESTURES),
                         "description": "static/js/gesture.js's rules for a still image"},
-            "custom": {"type": ["object", "null"], "required": ["name", "distance", "confidence", "votes"],
-                       "description": "only when the request has a 'custom' gesture file: the nearest of its "
-                                      "gestures (static/js/custom-gestures.js's match), or null when none is near",
-                       "properties": {"name": {"type": "string"}, "distance": {"type": "number", "minimum": 0},
-                                      "confidence": NUMBER_01,
-                                      "votes": {"type": "object", "additionalProperties": NUMBER_01}}},
+            "custom": {"$ref": "#/components/schemas/CustomMatch"},
             "keypoints": {"type": "array", "minItems": 21, "maxItems": 21,
                           "description": "MediaPipe's 21 hand landmarks (wrist, thumb_cmc, ... pinky_finger_tip), "
                                          "x, y in source-image pixels (may lie outside the image)",
@@ -349,7 +352,12 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
                         "and count against the frame limit")],
                 "TrackResult", _video_body(), TRACK_ERRORS)},
             "/api/v1/classify": {"post": _operation(
-                "Image classification", "Centre crop per the manifest, the classifier, top-k (as the classify page).",
+                "Image classification",
+                "Centre crop per the manifest, the classifier, top-k (as the classify page). A multipart body may "
+                "carry, beside `image`, the file part `custom`: your classes exported from the classify page's "
+                "Teach panel (format datarailroad-image-classes, at most 10 classes of 60 examples; a bad file, or "
+                "a model without the feature output -> 400 bad_custom); the answer then has `custom`, the page's "
+                "match.",
                 [classifiers, _param("top_k", top_k,
                                      f"number of classes returned (default {DEFAULT_TOP_K}, at most the model's "
                                      "class count)")],

@@ -156,8 +156,8 @@ def test_hands_custom_gestures_answer_the_recorded_names(client, api_models):
         hand = post_custom(client, photo, None).get_json()["hands"][0]
         assert "custom" not in hand
         recorded[name] = cg.normalise_hand(hand["keypoints"], hand["handedness"])
-    gesture_set = {"format": cg.FORMAT, "version": cg.VERSION,
-                   "gestures": [{"name": n, "examples": [v]} for n, v in recorded.items()]}
+    gesture_set = {"format": cg.GESTURE_SETS.format, "version": 1,
+                   "classes": [{"name": n, "examples": [v]} for n, v in recorded.items()]}
     answers = {photo: post_custom(client, photo, gesture_set) for photo in ("up_3.jpg", "none_2.jpg", "victory_1.jpg")}
     assert all(r.status_code == 200 for r in answers.values())
     custom = {photo: r.get_json()["hands"][0]["custom"] for photo, r in answers.items()}
@@ -185,7 +185,7 @@ def test_hands_custom_part_must_be_one_file(client, api_models):
     image = (io.BytesIO(photo_bytes("up_3.jpg")), "up_3.jpg")
     as_field = client.post("/api/v1/hands", data={"image": image, "custom": "{}"}, content_type="multipart/form-data")
     assert_error(as_field, 400, "bad_custom")
-    empty = {"format": "datarailroad-hand-gestures", "version": 1, "gestures": []}
+    empty = {"format": "datarailroad-hand-gestures", "version": 1, "classes": []}
     twice = client.post("/api/v1/hands", content_type="multipart/form-data", data={
         "image": (io.BytesIO(photo_bytes("up_3.jpg")), "up_3.jpg"),
         "custom": [(io.BytesIO(json.dumps(empty).encode()), "a.json"), (io.BytesIO(json.dumps(empty).encode()), "b.json")]})
@@ -515,3 +515,61 @@ def test_hands_detect_score_is_the_palm_cut(client, api_models):
     assert default["hands"] == []
     assert len(lowered["hands"]) == 1 and len(lowered["hands"][0]["keypoints"]) == 21
     assert_error(post(client, "hands", data, query="?detect_score=2"), 400)
+
+
+def classes_file(client, photos: dict) -> dict:
+    """Your classes as the page records them: one example each, the model's features (here
+    the server's own .tflite's, via the API runner)."""
+    from modelcontract.custom_classes import CLASS_SETS
+    from server.inference import registry
+
+    runner = registry(client.application).get("classify", "efficientnet-lite0")
+    classes = []
+    for name, photo in photos.items():
+        x, _ = prepare(decoded(photo_bytes(photo)), runner.manifest["input"])
+        classes.append({"name": name, "examples": [runner.model.run1(x)["features"].reshape(-1).tolist()]})
+    return CLASS_SETS.validate({"format": CLASS_SETS.format, "version": 1, "classes": classes})
+
+
+def post_classify_custom(client, photo: str, custom, query=""):
+    body = custom if isinstance(custom, bytes) else json.dumps(custom).encode()
+    return client.post(f"/api/v1/classify{query}", content_type="multipart/form-data", data={
+        "image": (io.BytesIO(photo_bytes(photo)), photo), "custom": (io.BytesIO(body), "classes.json")})
+
+
+def test_classify_custom_classes_answer_the_taught_names(client, api_models):
+    need(api_models, "efficientnet-lite0")
+    taught = classes_file(client, {"bus": "bus.jpg", "people": "zidane.jpg"})
+    for photo, want in (("bus.jpg", "bus"), ("zidane.jpg", "people")):
+        answer = post_classify_custom(client, photo, taught).get_json()
+        assert answer["custom"]["name"] == want and answer["custom"]["distance"] < 1e-6
+        assert len(answer["top"]) == 5                          # the ImageNet top-5 stays
+    plain = post(client, "classify", photo_bytes("bus.jpg")).get_json()
+    assert "custom" not in plain
+
+
+@pytest.mark.parametrize("bad", ["not json", "gesture file", "short example", "too many classes"])
+def test_classify_custom_bad_file_is_a_400(client, api_models, bad):
+    need(api_models, "efficientnet-lite0")
+    body = {"not json": b"{nope",
+            "gesture file": {"format": "datarailroad-hand-gestures", "version": 1, "classes": []},
+            "short example": {"format": "datarailroad-image-classes", "version": 1,
+                              "classes": [{"name": "a", "examples": [[0.0] * 40]}]},
+            "too many classes": {"format": "datarailroad-image-classes", "version": 1,
+                                 "classes": [{"name": f"c{i}", "examples": [[0.0] * 1280]} for i in range(11)]}}[bad]
+    response = post_classify_custom(client, "bus.jpg", body)
+    assert_error(response, 400, "bad_custom")
+    assert "not a class file" in response.get_json()["error"]["message"]
+    assert post(client, "classify", photo_bytes("bus.jpg")).status_code == 200
+
+
+def test_classify_custom_on_a_model_without_features_is_a_400(api_models, tmp_path):
+    from tests.helpers import edit_manifest, install_copy
+
+    folder = install_copy(need(api_models, "efficientnet-lite0"), tmp_path, "old-lite0")
+    edit_manifest(folder, lambda m: m["server"].pop("features"))
+    client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()
+    empty = {"format": "datarailroad-image-classes", "version": 1, "classes": []}
+    response = post_classify_custom(client, "bus.jpg", empty, "?model=old-lite0")
+    assert_error(response, 400, "bad_custom")
+    assert "no feature output" in response.get_json()["error"]["message"]

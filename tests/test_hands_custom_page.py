@@ -132,7 +132,7 @@ def test_two_gestures_taught_live_kept_exported_and_imported(pw, base_url, camer
         custom = response.get_json()["hands"][0]["custom"]
         assert (custom and custom["name"]) == want, (photo, custom)
     data = json.loads(exported.read_text())
-    assert data["format"] == "datarailroad-hand-gestures" and [g["name"] for g in data["gestures"]] == ["like", "palm"]
+    assert data["format"] == "datarailroad-hand-gestures" and [g["name"] for g in data["classes"]] == ["like", "palm"]
     for lg in (log, log2, log3, log4):
         assert lg.console_errors == [] and lg.outside_requests == []
 

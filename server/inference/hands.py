@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from modelcontract.anchors import ssd_anchors
-from modelcontract.custom_gestures import match_hand, normalise_hand
+from modelcontract.custom_gestures import GESTURE_SETS, normalise_hand
 from modelcontract.gesture import classify_gesture
 from modelcontract.hands import (DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS, associate_rects, crop_tensor,
                                  decode_palms, palm_to_roi, person_handedness, project_landmarks)
@@ -123,8 +123,8 @@ class HandsRunner(Runner):
         """The hands page's result for a still image (static/js/hands.js): handedness swapped
         to the person's hand (MediaPipe labels assume a mirrored picture; the model's label
         stays in model_handedness), the gesture from gesture.js's rules (world landmarks for
-        the hand's shape); with ``custom`` (a gesture set, modelcontract.custom_gestures),
-        each hand's nearest of your gestures, or None."""
+        the hand's shape); with ``custom`` (a gesture set),
+        each hand's nearest of your gestures (modelcontract.custom_gestures), or None."""
         variant = variant or self.defaults["variant"]
         found, times = self.estimate(image, max_hands, score, variant, detect_score)
         t2 = time.perf_counter()
@@ -136,7 +136,7 @@ class HandsRunner(Runner):
                       "score": hand["score"], "gesture": classify_gesture(hand["keypoints"], hand["world"]),
                       "keypoints": keypoints}
             if custom is not None:
-                result["custom"] = match_hand(normalise_hand(keypoints, result["handedness"]), custom)
+                result["custom"] = GESTURE_SETS.match(normalise_hand(keypoints, result["handedness"]), custom)
             hands.append(result)
         height, width = image.shape[:2]
         return {"model": self.id, "variant": variant, "image": {"width": width, "height": height}, "hands": hands,

@@ -1,17 +1,26 @@
 // Classification page: images (picker, drop, paste, camera snapshot) -> one card each with
-// the top-5 classes. Preprocessing follows the manifest; top-k by index, ties by index.
+// the top-5 classes; the live camera -> top-5 bars updating, one frame in flight; your own
+// classes (Teach): the model's feature output matched against your examples
+// (custom-classes.js). Preprocessing follows the manifest; top-k by index, ties by index.
 import {probeBackends, pageData, runModel} from './runtime.js';
-import {SERVER, serverModels, inferOnServer} from './server-backend.js';
+import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
 import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
 import {prepareInput} from './geometry.js';
-import {openCamera, stopStream, decodeImage, acceptFiles} from './inputs.js';
+import {openCamera, stopStream, decodeImage, acceptFiles, onVideoFrames} from './inputs.js';
+import {ExamplesPanel} from './examples-panel.js';
+import {CLASS_SETS} from './custom-classes.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 const TOP_K = 5;
 
-const state = {opened: null, probed: [], queue: Promise.resolve(), done: 0, serverModels: []};
+const state = {opened: null, probed: [], queue: Promise.resolve(), done: 0, serverModels: [],
+               live: null, liveBusy: false, liveFrames: 0};
 const panel = new LoadPanel();
+const yours = new ExamplesPanel($, {
+  sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live),
+  stillHint: 'Start the live camera to record, or add images of the class.',
+});
 
 // Indices of the k largest values; equal values keep index order (stable, no indexOf).
 export function topK(values, k) {
@@ -27,18 +36,34 @@ function softmax(logits) {
   return exps.map((v) => v / sum);
 }
 
-// One image -> the shared result schema {model, image, top, timing_ms}.
+// The manifest's outputs by role: the probabilities (the first, or keyed so) and the
+// pooled features (keyed 'features', where the build has them).
+function outputRoles(manifest) {
+  const tensors = manifest.outputs.tensors || [];
+  const probabilities = Math.max(0, tensors.findIndex((t) => !t.key || t.key === 'probabilities'));
+  return {names: tensors.map((t) => t.name), probabilities, features: tensors.findIndex((t) => t.key === 'features')};
+}
+
+function hasFeatures() {
+  return Boolean(state.opened) && state.opened.backend !== SERVER && outputRoles(state.opened.manifest).features >= 0;
+}
+
+// One image -> the shared result schema {model, image, top, timing_ms} and the features
+// (Float32Array, or null when the build has no such output).
 async function classify(source) {
   const {manifest, model} = state.opened;
+  const roles = outputRoles(manifest);
   const t0 = performance.now();
   const frame = prepareInput(source, manifest.input);
   const t1 = performance.now();
   let output;
   let values;
+  let features = null;
   try {
-    output = await runModel(model, frame.input);
-    const tensor = Array.isArray(output) ? output[0] : output;
-    values = Array.from(await tensor.data());
+    output = await runModel(model, frame.input, roles.names.length > 1 ? roles.names : undefined);
+    const list = Array.isArray(output) ? output : [output];
+    values = Array.from(await list[roles.probabilities].data());
+    if (roles.features >= 0) features = await list[roles.features].data();
   } finally {
     frame.input.dispose();
     if (output) tf.dispose(output);
@@ -46,8 +71,15 @@ async function classify(source) {
   const t2 = performance.now();
   if (manifest.outputs.format === 'logits') values = softmax(values);
   const top = topK(values, TOP_K).map((i) => ({class_id: i, label: manifest.labels[i], probability: values[i]}));
-  return {model: manifest.id, image: {width: frame.width, height: frame.height}, top,
+  return {model: manifest.id, image: {width: frame.width, height: frame.height}, top, features,
           timing_ms: {preprocess: t1 - t0, model: t2 - t1, postprocess: performance.now() - t2}};
+}
+
+// An image on any backend -> the result (the server's answer has no features).
+function classifyAny(source, file = null) {
+  return state.opened.backend === SERVER
+    ? inferOnServer('classify', state.opened.manifest.id, source, source.width, source.height, {top_k: TOP_K}, file)
+    : classify(source);
 }
 
 function newCard(name) {
@@ -65,11 +97,9 @@ function newCard(name) {
   return card;
 }
 
-function fillCard(card, img, result) {
-  img.alt = card.dataset.file;
-  const list = document.createElement('ol');
-  list.className = 'top5';
-  for (const t of result.top) {
+function fillTop5(list, top) {
+  list.replaceChildren();
+  for (const t of top) {
     const li = document.createElement('li');
     li.dataset.classId = t.class_id;
     li.dataset.label = t.label;
@@ -87,11 +117,26 @@ function fillCard(card, img, result) {
     li.append(name, pct, bar);
     list.append(li);
   }
+}
+
+function customText(match) {
+  return match ? `Yours: ${match.name} ${(match.confidence * 100).toFixed(0)}%` : '';
+}
+
+function fillCard(card, img, result, match) {
+  img.alt = card.dataset.file;
+  const list = document.createElement('ol');
+  list.className = 'top5';
+  fillTop5(list, result.top);
+  const mine = document.createElement('p');
+  mine.className = 'card-custom';
+  mine.textContent = customText(match);
+  card.dataset.custom = match ? match.name : '';
   const ms = document.createElement('p');
   ms.className = 'ms';
   ms.textContent = `${result.timing_ms.model.toFixed(1)} ms model · ${result.image.width}×${result.image.height} px · ${state.opened.backend}`;
   card.dataset.backend = state.opened.backend;
-  card.querySelector('.body').replaceChildren(img, list, ms);
+  card.querySelector('.body').replaceChildren(img, mine, list, ms);
   card.dataset.state = 'done';
   card.dataset.ms = result.timing_ms.model.toFixed(2);
   card.dataset.preprocessMs = result.timing_ms.preprocess.toFixed(2);
@@ -115,11 +160,9 @@ function enqueue(name, getBitmap, preview, file = null) {
     try {
       bitmap = await getBitmap();
       const decodeMs = performance.now() - started;
-      const result = state.opened.backend === SERVER
-        ? await inferOnServer('classify', state.opened.manifest.id, bitmap, bitmap.width, bitmap.height,
-                              {top_k: TOP_K}, file)
-        : await classify(bitmap);
-      fillCard(card, preview(bitmap), result);
+      const result = await classifyAny(bitmap, file);
+      const match = result.features ? yours.sets.match(result.features, yours.set) : null;
+      fillCard(card, preview(bitmap), result, match);
       card.dataset.decodeMs = decodeMs.toFixed(2);
       card.dataset.totalMs = (performance.now() - started).toFixed(2);
     } catch (err) {
@@ -163,6 +206,91 @@ function addFiles(files) {
   for (const file of files) enqueue(file.name || 'pasted image', () => decodeImage(file), filePreview(file), file);
 }
 
+// ---- the live camera: one frame in flight, top-5 and your classes updating ----
+
+async function liveFrame(video) {
+  const started = performance.now();
+  let result;
+  if (state.opened.backend === SERVER) {
+    const bitmap = await createImageBitmap(video);
+    try {
+      result = await classifyAny(bitmap);
+    } finally {
+      bitmap.close();
+    }
+  } else {
+    result = await classify(video);
+  }
+  const [match] = await yours.update(result.features ? [result.features] : []);
+  state.liveFrames += 1;
+  const list = $('live-top5');
+  fillTop5(list, result.top);
+  list.dataset.frames = String(state.liveFrames);
+  list.dataset.backend = state.opened.backend;
+  const mine = $('live-custom');
+  mine.dataset.custom = match ? match.name : '';
+  mine.dataset.confidence = match ? match.confidence.toFixed(2) : '';
+  mine.textContent = yours.set.classes.length && !result.features
+    ? 'Your classes need a browser backend and a model with a feature output.' : customText(match);
+  $('live-ms').textContent = `${(performance.now() - started).toFixed(0)} ms a frame · ${state.opened.backend}`;
+}
+
+async function startLive() {
+  const video = $('video');
+  try {
+    await openCamera(video);
+    $('camera-message').hidden = true;
+  } catch (err) {
+    $('camera-message').hidden = false;
+    $('camera-message').textContent = err.message;
+    return;
+  }
+  $('live').hidden = false;
+  $('live-button').setAttribute('aria-pressed', 'true');
+  $('live-button').textContent = 'Stop live';
+  state.live = onVideoFrames(video, () => {
+    if (state.liveBusy || !state.opened || (state.opened.backend === SERVER && !serverReady())) return;
+    state.liveBusy = true;
+    liveFrame(video)
+      .catch((err) => { $('live-ms').textContent = `Failed: ${err.message}`; })
+      .finally(() => { state.liveBusy = false; });
+  });
+}
+
+function stopLive() {
+  if (state.live) state.live();
+  state.live = null;
+  stopStream($('video'));
+  $('live').hidden = true;
+  $('live-button').setAttribute('aria-pressed', 'false');
+  $('live-button').textContent = 'Live camera';
+}
+
+// Your classes from images: each image's features, as examples of the class named.
+async function teachFromFiles(files) {
+  if (!hasFeatures()) {
+    yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0).', 'error');
+    return;
+  }
+  const name = $('custom-name').value;
+  const vectors = [];
+  state.queue = state.queue.then(async () => {
+    for (const file of files) {
+      let bitmap;
+      try {
+        bitmap = await decodeImage(file);
+        vectors.push((await classify(bitmap)).features);
+      } catch (err) {
+        yours.say(`${file.name}: ${err.message}`, 'error');
+      } finally {
+        if (bitmap) bitmap.close();
+      }
+    }
+    await yours.addVectors(name, vectors);
+  });
+  return state.queue;
+}
+
 async function snapshot() {
   const video = $('video');
   try {
@@ -177,27 +305,35 @@ async function snapshot() {
 }
 
 async function openSelectedModel() {
-  if (state.opened && state.opened.model) state.opened.model.dispose();
-  state.opened = null;
-  const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
-                                         state.serverModels, panel);
-  state.opened = opened;
-  panel.status(opened.backend === SERVER
-    ? `${opened.manifest.title} on the server: each image is sent as it is, and not kept.${why}`
-    : describeChoice(opened), 'ready');
+  const opened = state.opened;
+  state.opened = null;   // no new live frame starts on the old model,
+  while (state.liveBusy) await new Promise((resolve) => setTimeout(resolve, 10));   // the one in flight ends
+  if (opened && opened.model) opened.model.dispose();
+  const {opened: next, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
+                                               state.serverModels, panel);
+  state.opened = next;
+  panel.status(next.backend === SERVER
+    ? `${next.manifest.title} on the server: each image is sent as it is, and not kept.${why}`
+    : describeChoice(next), 'ready');
 }
 
 async function main() {
   if (!(pageData().models || []).length) return;
   [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('classify')]);
   setupBackendSelect($('backend-select'), state.probed, state.serverModels);
-  await openSelectedModel();
+  await Promise.all([openSelectedModel(), yours.load()]);
   $('image-files').addEventListener('change', (e) => {
     addFiles(Array.from(e.target.files));
     e.target.value = '';
   });
   acceptFiles($('dropzone'), addFiles);
   $('camera-button').addEventListener('click', snapshot);
+  $('live-button').addEventListener('click', () => (state.live ? stopLive() : startLive()));
+  $('custom-files').addEventListener('change', (e) => {
+    teachFromFiles(Array.from(e.target.files));
+    e.target.value = '';
+  });
+  acceptFiles($('custom-panel'), teachFromFiles, {paste: false});
   $('clear-button').addEventListener('click', clearCards);
   // Queued behind the images in flight; a failed open is reported and the queue goes on.
   const reopen = () => {
@@ -206,7 +342,8 @@ async function main() {
   };
   $('model-select').addEventListener('change', reopen);
   $('backend-select').addEventListener('change', reopen);
-  window.addEventListener('pagehide', () => stopStream($('video')));
+  window.addEventListener('pagehide', stopLive);
+  if (new URLSearchParams(location.search).get('live') === '1') startLive();
 }
 
 main().catch((err) => {

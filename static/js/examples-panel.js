@@ -1,25 +1,41 @@
-// /hands' "Your gestures" panel: name a gesture, record it (live: the first hand of every
-// frame for RECORD_MS; a still image: its first hand once), see each gesture's examples and
-// live match, remove one, export / import the set as one JSON file. The set lives in
-// IndexedDB (store.js). The matching itself is custom-gestures.js; this module only wires
-// it to the page. A change is saved before it is shown, so a refused one loses nothing.
-import {LIMITS, addExamples, emptySet, matchHand, normaliseHand, parseSet, removeGesture,
-  checkName} from './custom-gestures.js';
+// The "Your gestures" (/hands) and "Your classes" (/classify) panel: name a class, record
+// it (live: one example a frame for RECORD_MS; a still image: one example), see each
+// class's examples and live match, remove one, export / import the set as one JSON file.
+// The set lives in IndexedDB (store.js). The matching is example-sets.js; this module only
+// wires it to the page's custom-* elements. A change is saved before it is shown, so a
+// refused one loses nothing.
 import {loadValue, saveValue} from './store.js';
 import {download} from './tracking-panel.js';
 
 export const RECORD_MS = 3000;
-const KEY = 'hand-gestures';
+const HELD_MS = 400;   // a press longer than this is a hold
 
-export class GesturePanel {
-  // $: the page's getElementById; isLive(): whether frames come from a live source;
-  // onChange(): rerun a still image.
-  constructor($, {isLive, onChange = () => {}}) {
-    Object.assign(this, {$, isLive, onChange});
-    this.set = emptySet();
+export class ExamplesPanel {
+  // $: the page's getElementById; sets: an ExampleSets; key: its IndexedDB key; file: the
+  // export's file name; isLive(): whether frames come from a live source; onChange():
+  // rerun a still image.
+  // stillHint: what to say when Record is pressed without a live source (else a still
+  // image gives one example).
+  constructor($, {sets, key, file, isLive, onChange = () => {}, stillHint = ''}) {
+    Object.assign(this, {$, sets, key, file, isLive, onChange, stillHint});
+    this.set = sets.empty();
     this.recording = null;   // {name, until, vectors}
     this.votes = {};         // the latest frame's: name -> share of the nearest examples
-    $('custom-record').addEventListener('click', () => this.record());
+    // Held: records while held; a click (or the keyboard): RECORD_MS.
+    const button = $('custom-record');
+    button.addEventListener('pointerdown', () => {
+      this.pressedAt = performance.now();
+      this.record(Infinity);
+    });
+    const release = () => {
+      if (this.pressedAt == null) return;
+      const held = performance.now() - this.pressedAt;
+      this.pressedAt = null;
+      if (this.recording) this.recording.until = held > HELD_MS ? 0 : performance.now() + RECORD_MS - held;
+    };
+    button.addEventListener('pointerup', release);
+    button.addEventListener('pointerleave', release);
+    button.addEventListener('click', (e) => { if (e.detail === 0) this.record(); });
     $('custom-export').addEventListener('click', () => this.exportSet());
     $('custom-import').addEventListener('change', (e) => {
       const file = e.target.files[0];
@@ -28,16 +44,16 @@ export class GesturePanel {
     });
     $('custom-list').addEventListener('click', (e) => {
       const name = e.target.closest('[data-remove]')?.dataset.remove;
-      if (name != null) this.change(removeGesture(this.set, name), `Removed "${name}".`);
+      if (name != null) this.change(this.sets.remove(this.set, name), `Removed "${name}".`);
     });
   }
 
   async load() {
     try {
-      const saved = await loadValue(KEY);
-      if (saved) this.set = parseSet(JSON.stringify(saved));
+      const saved = await loadValue(this.key);
+      if (saved) this.set = this.sets.validate(saved);
     } catch (err) {
-      this.say(`Your saved gestures could not be read (${err.message}); starting with none.`, 'error');
+      this.say(`Your saved ${this.sets.kind.noun}s could not be read (${err.message}); starting with none.`, 'error');
     }
     this.render();
   }
@@ -51,7 +67,7 @@ export class GesturePanel {
 
   async change(set, message) {
     try {
-      await saveValue(KEY, set);
+      await saveValue(this.key, set);
     } catch (err) {
       this.say(`Not saved: ${err.message}`, 'error');
       return false;
@@ -63,25 +79,28 @@ export class GesturePanel {
     return true;
   }
 
-  record() {
+  record(ms = RECORD_MS) {
     let name;
     try {
-      name = checkName(this.$('custom-name').value);
+      name = this.sets.checkName(this.$('custom-name').value);
     } catch (err) {
       this.say(err.message, 'error');
       return;
     }
     const live = this.isLive();
-    this.recording = {name, vectors: [], until: live ? performance.now() + RECORD_MS : 0};
+    if (!live && this.stillHint) {
+      this.say(this.stillHint, 'error');
+      return;
+    }
+    this.recording = {name, vectors: [], until: live ? performance.now() + ms : 0};
     this.$('custom-panel').dataset.recording = 'true';
-    this.say(live ? `Recording "${name}" for ${RECORD_MS / 1000} s: hold the gesture…` : `Adding "${name}"…`);
+    this.say(live ? `Recording "${name}"…` : `Adding "${name}"…`);
     if (!live) this.onChange();   // a still image: its next run gives the example
   }
 
-  // Each frame's hands (the page's result hands, person's handedness) -> custom match each;
-  // a recording takes the first hand's vector.
-  async update(hands) {
-    const vectors = hands.map((h) => normaliseHand(h.keypoints, h.handedness));
+  // Each frame's vectors (a hand's, an image's) -> the match of each; a recording takes
+  // the first one.
+  async update(vectors) {
     if (this.recording) {
       const rec = this.recording;
       if (vectors.length) rec.vectors.push(vectors[0]);
@@ -91,48 +110,61 @@ export class GesturePanel {
         await this.finish(rec);
       }
     }
-    const matches = vectors.map((v) => matchHand(v, this.set));
+    const matches = vectors.map((v) => this.sets.match(v, this.set));
     this.votes = (matches.find((m) => m) || {votes: {}}).votes;
     this.showVotes();
     return matches;
   }
 
-  async finish({name, vectors}) {
-    let set;
+  // Examples given at once (dropped images): as a recording that just ended.
+  async addVectors(name, vectors) {
+    let clean;
     try {
-      set = addExamples(this.set, name, vectors);
+      clean = this.sets.checkName(name);
     } catch (err) {
       this.say(err.message, 'error');
       return;
     }
-    const count = set.gestures.find((g) => g.name === name).examples.length;
-    const few = count < LIMITS.warnBelow ? ` Only ${count}: record a few more, from other angles, for a steadier match.` : '';
+    await this.finish({name: clean, vectors});
+  }
+
+  async finish({name, vectors}) {
+    let set;
+    try {
+      set = this.sets.add(this.set, name, vectors);
+    } catch (err) {
+      this.say(err.message, 'error');
+      return;
+    }
+    const count = set.classes.find((c) => c.name === name).examples.length;
+    const few = count < this.sets.kind.limits.warnBelow ? ` Only ${count}: record a few more, from other angles, for a steadier match.` : '';
     await this.change(set, `"${name}": ${vectors.length} example(s) added, ${count} in all.${few}`);
   }
 
   exportSet() {
-    if (!this.set.gestures.length) {
-      this.say('Nothing to export: record a gesture first.', 'error');
+    if (!this.set.classes.length) {
+      this.say(`Nothing to export: record a ${this.sets.kind.noun} first.`, 'error');
       return;
     }
-    download(JSON.stringify(this.set), 'application/json', 'gestures.json');
+    download(JSON.stringify(this.set), 'application/json', this.file);
   }
 
   async importFile(file) {
     let set;
     try {
-      set = parseSet(await file.text());
+      set = this.sets.parse(await file.text());
     } catch (err) {
-      this.say(`${err.message} Your gestures are unchanged.`, 'error');
+      this.say(`${err.message} Your ${this.sets.kind.noun}s are unchanged.`, 'error');
       return;
     }
-    const examples = set.gestures.reduce((n, g) => n + g.examples.length, 0);
-    await this.change(set, `Imported ${set.gestures.length} gesture(s), ${examples} example(s), from ${file.name}.`);
+    const examples = set.classes.reduce((n, c) => n + c.examples.length, 0);
+    const noun = this.sets.kind.noun;
+    await this.change(set, `Imported ${set.classes.length} ${noun}(s), ${examples} example(s), from ${file.name}.`);
   }
 
   render() {
     const list = this.$('custom-list');
-    list.replaceChildren(...this.set.gestures.map((g) => {
+    list.replaceChildren(...this.set.classes.map((g) => {
       const li = document.createElement('li');
       li.dataset.name = g.name;
       li.dataset.examples = String(g.examples.length);
@@ -152,8 +184,8 @@ export class GesturePanel {
       li.append(name, count, bar, remove);
       return li;
     }));
-    list.dataset.count = String(this.set.gestures.length);
-    this.$('custom-export').disabled = !this.set.gestures.length;
+    list.dataset.count = String(this.set.classes.length);
+    this.$('custom-export').disabled = !this.set.classes.length;
     this.showVotes();
   }
 

@@ -16,7 +16,8 @@ import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
 import {GESTURES, GestureTracker, classifyGesture} from './gesture.js';
 import {HandPipeline, modelRunner, outputNames} from './handpipeline.js';
-import {GesturePanel} from './gesture-panel.js';
+import {ExamplesPanel} from './examples-panel.js';
+import {GESTURE_SETS, normaliseHand} from './custom-gestures.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -39,7 +40,8 @@ const tracker = new GestureTracker({frames: 3});
 const view = $('view');
 const ctx = view ? view.getContext('2d') : null;
 
-const yours = new GesturePanel($, {
+const yours = new ExamplesPanel($, {
+  sets: GESTURE_SETS, key: 'hand-gestures', file: 'gestures.json',
   isLive: () => frames.kind === 'camera' || frames.kind === 'video',
   onChange: () => { if (frames.kind === 'image') frames.runImage(); },
 });
@@ -248,7 +250,7 @@ async function processFrame(frame, {mirrored, live, file, source}) {
     ? tracker.update(found.map((h) => ({key: h.handedness, points: h.keypoints, world: world(h)}))).map((g) => g.gesture)
     : found.map((h) => classifyGesture(h.keypoints, {world: world(h)}).gesture));
   const hands = found.map((h, i) => toResultHand(h, gestures[i]));
-  const custom = await yours.update(hands);
+  const custom = await yours.update(hands.map((h) => normaliseHand(h.keypoints, h.handedness)));
   hands.forEach((h, i) => { h.custom = custom[i]; });
   const t3 = performance.now();
   if (view.width !== width || view.height !== height) {

@@ -167,7 +167,7 @@ export async function decodeImage(file) {
 }
 
 // Files dropped on `zone` or pasted anywhere on the page -> onFiles(File[]).
-export function acceptFiles(zone, onFiles) {
+export function acceptFiles(zone, onFiles, {paste = true} = {}) {
   zone.addEventListener('dragover', (e) => {
     e.preventDefault();
     zone.classList.add('dragging');
@@ -179,6 +179,7 @@ export function acceptFiles(zone, onFiles) {
     const files = Array.from(e.dataTransfer.files || []);
     if (files.length) onFiles(files);
   });
+  if (!paste) return;   // one zone of a page takes pastes
   document.addEventListener('paste', (e) => {
     const files = Array.from(e.clipboardData ? e.clipboardData.files : []);
     if (files.length) onFiles(files);
