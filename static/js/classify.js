@@ -4,7 +4,7 @@
 // (custom-classes.js). Preprocessing follows the manifest; top-k by index, ties by index.
 import {probeBackends, pageData, runModel} from './runtime.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
-import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
+import {LoadPanel, describeChoice, openForPage, setupBackendSelect, frameDone} from './session.js';
 import {prepareInput} from './geometry.js';
 import {openCamera, stopStream, decodeImage, acceptFiles, onVideoFrames} from './inputs.js';
 import {ExamplesPanel} from './examples-panel.js';
@@ -17,10 +17,7 @@ const TOP_K = 5;
 const state = {opened: null, probed: [], queue: Promise.resolve(), done: 0, serverModels: [],
                live: null, liveBusy: false, liveFrames: 0};
 const panel = new LoadPanel();
-const yours = new ExamplesPanel($, {
-  sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live),
-  stillHint: 'Start the live camera to record, or add images of the class.',
-});
+let yours = null;   // "Your classes" (made in main: the panel is there only with a model)
 
 // Indices of the k largest values; equal values keep index order (stable, no indexOf).
 export function topK(values, k) {
@@ -307,7 +304,7 @@ async function snapshot() {
 async function openSelectedModel() {
   const opened = state.opened;
   state.opened = null;   // no new live frame starts on the old model,
-  while (state.liveBusy) await new Promise((resolve) => setTimeout(resolve, 10));   // the one in flight ends
+  await frameDone(() => state.liveBusy);
   if (opened && opened.model) opened.model.dispose();
   const {opened: next, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
                                                state.serverModels, panel);
@@ -321,6 +318,10 @@ async function main() {
   if (!(pageData().models || []).length) return;
   [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('classify')]);
   setupBackendSelect($('backend-select'), state.probed, state.serverModels);
+  yours = new ExamplesPanel($, {
+    sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live),
+    stillHint: 'Start the live camera to record, or add images of the class.',
+  });
   await Promise.all([openSelectedModel(), yours.load()]);
   $('image-files').addEventListener('change', (e) => {
     addFiles(Array.from(e.target.files));

@@ -2,7 +2,7 @@
 // and a results list; optionally tracks with IDs and a counting line (TrackingPanel). One
 // frame in flight (FrameSource); every tensor disposed.
 import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
-import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
+import {LoadPanel, describeChoice, openForPage, setupBackendSelect, frameDone, serialOpener} from './session.js';
 import {prepareInput} from './geometry.js';
 import {decode, outputNames} from './detector.js';
 import {drawFrame, drawBoxes} from './draw.js';
@@ -193,8 +193,7 @@ function applyNmsDefaults(manifest) {
 
 async function openSelectedModel() {
   frames.stopLoop();
-  // The frame in flight still runs on the model: free it once that frame is done.
-  while (frames.busy) await new Promise((resolve) => setTimeout(resolve, 10));
+  await frameDone(() => frames.busy);
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
@@ -262,14 +261,7 @@ async function main() {
   }
   $('max-det').addEventListener('change', rerunImage);
   $('class-filter').addEventListener('change', rerunImage);
-  // One open at a time (each switches the global TF.js backend); a failure is reported.
-  let opening = Promise.resolve();
-  const reopen = () => {
-    opening = opening.then(async () => {
-      await openSelectedModel();
-      await frames.restart();
-    }).catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
-  };
+  const reopen = serialOpener(panel, openSelectedModel, () => frames.restart());
   $('model-select').addEventListener('change', reopen);
   $('backend-select').addEventListener('change', reopen);
 

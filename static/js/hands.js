@@ -10,7 +10,7 @@
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
 import {probeBackends, urlOverride, pageData, isLiteRtBackend} from './runtime.js';
 import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
-import {LoadPanel, describeChoice, openForPage, setupBackendSelect} from './session.js';
+import {LoadPanel, describeChoice, openForPage, setupBackendSelect, frameDone, serialOpener} from './session.js';
 import {drawFrame, drawHand, drawEmoji} from './draw.js';
 import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
@@ -40,11 +40,7 @@ const tracker = new GestureTracker({frames: 3});
 const view = $('view');
 const ctx = view ? view.getContext('2d') : null;
 
-const yours = new ExamplesPanel($, {
-  sets: GESTURE_SETS, key: 'hand-gestures', file: 'gestures.json',
-  isLive: () => frames.kind === 'camera' || frames.kind === 'video',
-  onChange: () => { if (frames.kind === 'image') frames.runImage(); },
-});
+let yours = null;   // "Your gestures" (made in main: the panel is there only with a model)
 
 function onServer() {
   return state.opened && state.opened.backend === SERVER;
@@ -123,8 +119,7 @@ async function warmMediaPipe(detector) {
 
 async function openSelectedModel() {
   frames.stopLoop();
-  // The frame in flight still runs on the models: free them once it is done.
-  while (frames.busy) await new Promise((resolve) => setTimeout(resolve, 10));
+  await frameDone(() => frames.busy);
   if (state.opened && state.opened.model) state.opened.model.dispose();
   state.opened = null;
   tracker.reset();
@@ -285,6 +280,11 @@ async function main() {
   }
   const maxHands = urlOverride('hands');
   if (maxHands === '1' || maxHands === '2') $('max-hands').value = maxHands;
+  yours = new ExamplesPanel($, {
+    sets: GESTURE_SETS, key: 'hand-gestures', file: 'gestures.json',
+    isLive: () => frames.kind === 'camera' || frames.kind === 'video',
+    onChange: () => { if (frames.kind === 'image') frames.runImage(); },
+  });
   await Promise.all([openSelectedModel(), yours.load()]);
 
   frames.wire($, (kind) => {
@@ -296,14 +296,7 @@ async function main() {
     $('score-value').textContent = $('score').value;
     if (frames.kind === 'image') frames.runImage();
   });
-  // One open at a time (each switches the global TF.js backend); a failure is reported.
-  let opening = Promise.resolve();
-  const reopen = () => {
-    opening = opening.then(async () => {
-      await openSelectedModel();
-      await frames.restart();
-    }).catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
-  };
+  const reopen = serialOpener(panel, openSelectedModel, () => frames.restart());
   for (const id of ['model-select', 'backend-select', 'variant-select', 'max-hands']) $(id).addEventListener('change', reopen);
 
   // A live demo starts live: open the camera unless the page was asked not to.

@@ -38,6 +38,24 @@ export class LoadPanel {
   }
 }
 
+// One open at a time (each switches the global TF.js backend): reopen() queues open(),
+// then after(), behind any open still running; a failure is reported on the panel.
+export function serialOpener(panel, open, after = async () => {}) {
+  let chain = Promise.resolve();
+  return () => {
+    chain = chain.then(async () => {
+      await open();
+      await after();
+    }).catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
+    return chain;
+  };
+}
+
+// Resolves once busy() is false: a model is freed only after the frame in flight on it.
+export async function frameDone(busy) {
+  while (busy()) await new Promise((resolve) => setTimeout(resolve, 10));
+}
+
 // TF.js output names -> the .tflite signature's keys (the manifest knows both).
 function outputKeys(manifest) {
   const tensors = (manifest.outputs || {}).tensors || [];
