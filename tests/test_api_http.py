@@ -68,8 +68,10 @@ def page_classify(folder, image, k=5):
     """The classify page: TF.js probabilities, ranked as static/js/classify.js ranks them."""
     manifest = read_manifest(folder)
     x, _ = prepare(image, manifest["input"])
-    run = parity.run_tfjs(folder / manifest["tfjs"]["model"], {manifest["input"]["name"]: x})
-    return top_classes(next(iter(run["outputs"].values())).reshape(-1), manifest["labels"], k)
+    tensors = manifest["outputs"]["tensors"]
+    name = next(t["name"] for t in tensors if t.get("key", "probabilities") == "probabilities")
+    run = parity.run_tfjs(folder / manifest["tfjs"]["model"], {manifest["input"]["name"]: x}, outputs=[name])
+    return top_classes(run["outputs"][name].reshape(-1), manifest["labels"], k)
 
 
 def page_and_api(client, api_models, model_id, endpoint, page, photo):
