@@ -18,7 +18,7 @@ from . import stages
 from .errors import ConverterError
 from .sources import Source
 
-CONVERTER_VERSION = 3  # 2: manifest lists the LiteRT.js browser artifacts; 3: speed, source.licence
+CONVERTER_VERSION = 4  # 2: manifest lists the LiteRT.js browser artifacts; 3: speed, source.licence; 4: classifier features output
 # Every build gets a folder of its own under <out>/.builds/; <out>/<id> is a symlink to the
 # installed one, replaced by one atomic rename (see _install). Dot folders are not models.
 BUILDS = ".builds"
