@@ -375,8 +375,8 @@ def _live_gestures(page):
 def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path):
     """The camera path with the network off too: after one online visit, a /classify camera
     snapshot and the live /hands camera (a thumbs-up photo as the fake camera) give what they
-    gave online, with the server stopped; a gesture of yours recorded online is still there
-    and still recognised (IndexedDB)."""
+    gave online, with the server stopped; a class (Teach, on the live /classify camera) and a
+    gesture of yours recorded online are still there and still recognised (IndexedDB)."""
     lite0 = built_model("efficientnet-lite0")
     built_model("handpose")
     camera = write_y4m(tmp_path / "up_3.y4m", letterbox_rgb(photo_rgb("up_3.jpg")))
@@ -387,6 +387,10 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
         page, log = open_page(context, f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
         page.wait_for_selector(READY, timeout=300_000)
         online_top5 = _classify_top5(page)
+        page.click("#live-button")
+        page.fill("#custom-name", "thumb")
+        page.click("#custom-record")
+        page.wait_for_selector("#custom-list li[data-name='thumb']", timeout=60_000)
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         online_gestures = _live_gestures(page)
@@ -399,6 +403,9 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
         page.goto(f"{server.url}/classify?model=efficientnet-lite0&backend=wasm")
         page.wait_for_selector(READY, timeout=300_000)
         offline_top5 = _classify_top5(page)
+        page.click("#live-button")
+        page.wait_for_function("() => document.getElementById('live-custom').dataset.custom === 'thumb'",
+                               timeout=120_000)
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         offline_gestures = _live_gestures(page)
