@@ -15,12 +15,11 @@ import pytest
 
 from converters.sources import photo_path
 from server import create_app
-from tests.helpers import (CHROMIUM, FLAGS, fake_camera_flags, letterbox_rgb, open_page, photo_rgb, screenshot,
-                           serving, write_y4m)
+from tests.helpers import CHROMIUM, letterbox_rgb, photo_rgb, screenshot, serving, write_y4m
+from tests.teach_steps import open_on_profile, record, yours
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
-READY = "#model-status[data-state='ready']"
 BUS_TYPES = {"school bus", "trolleybus", "minibus", "passenger car", "police van", "recreational vehicle"}
 
 
@@ -42,11 +41,7 @@ def cameras(tmp_path_factory):
 
 
 def open_classify(pw, profile, camera, base_url, query="backend=wasm&live=1"):
-    context = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, accept_downloads=True,
-                                                    args=FLAGS + fake_camera_flags(camera))
-    page, log = open_page(context, f"{base_url}/classify?{query}")
-    page.wait_for_selector(READY, timeout=300_000)
-    return context, page, log
+    return open_on_profile(pw, profile, camera, f"{base_url}/classify?{query}")
 
 
 def live_frames(page) -> int:
@@ -61,20 +56,6 @@ def wait_live(page, n: int = 2) -> dict:
     return {"top": page.eval_on_selector_all("#live-top5 li", "items => items.map(li => li.dataset.label)"),
             "custom": page.get_attribute("#live-custom", "data-custom"),
             "backend": page.get_attribute("#live-top5", "data-backend")}
-
-
-def yours(page) -> dict:
-    return dict(page.eval_on_selector_all("#custom-list li", "items => items.map(li => [li.dataset.name, "
-                                          "+li.dataset.examples])"))
-
-
-def record(page, name: str) -> int:
-    before = yours(page).get(name, 0)
-    page.fill("#custom-name", name)
-    page.click("#custom-record")
-    page.wait_for_function("([n, k]) => { const li = document.querySelector(`#custom-list li[data-name='${n}']`);"
-                           " return li && +li.dataset.examples > k; }", arg=[name, before], timeout=60_000)
-    return yours(page)[name] - before
 
 
 @pytest.mark.parametrize("backend", ["wasm", "litert-wasm", "server"])

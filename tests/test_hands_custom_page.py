@@ -13,13 +13,10 @@ import os
 import pytest
 
 from server import create_app
-from tests.helpers import (CHROMIUM, FLAGS, fake_camera_flags, letterbox_rgb, open_page, photo_file, photo_rgb,
-                           screenshot, serving, wait_frames, write_y4m)
+from tests.helpers import CHROMIUM, letterbox_rgb, photo_file, photo_rgb, screenshot, serving, wait_frames, write_y4m
+from tests.teach_steps import READY, open_on_profile, record, yours
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
-
-READY = "#model-status[data-state='ready']"
-
 
 @pytest.fixture(scope="module")
 def handpose(built_model):
@@ -40,18 +37,7 @@ def cameras(tmp_path_factory):
 
 
 def open_hands(pw, profile, camera, base_url, query="backend=wasm"):
-    """A browser on the profile folder (IndexedDB persists in it) with the fake camera."""
-    context = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, accept_downloads=True,
-                                                    args=FLAGS + fake_camera_flags(camera))
-    page, log = open_page(context, f"{base_url}/hands?{query}")
-    page.wait_for_selector(READY, timeout=300_000)
-    return context, page, log
-
-
-def yours(page) -> dict:
-    """The panel's list: name -> examples."""
-    return dict(page.eval_on_selector_all("#custom-list li", "items => items.map(li => [li.dataset.name, "
-                                          "+li.dataset.examples])"))
+    return open_on_profile(pw, profile, camera, f"{base_url}/hands?{query}")
 
 
 def live_custom(page) -> list[str]:
@@ -59,15 +45,6 @@ def live_custom(page) -> list[str]:
     shown = int(page.evaluate("() => +(document.getElementById('results').dataset.frame || 0)"))
     wait_frames(page, shown + 3, timeout=120_000)
     return page.eval_on_selector_all("#results li", "items => items.map(li => li.dataset.custom)")
-
-
-def record(page, name: str):
-    before = yours(page).get(name, 0)
-    page.fill("#custom-name", name)
-    page.click("#custom-record")
-    page.wait_for_function("([n, k]) => { const li = document.querySelector(`#custom-list li[data-name='${n}']`);"
-                           " return li && +li.dataset.examples > k; }", arg=[name, before], timeout=60_000)
-    return yours(page)[name] - before
 
 
 def message(page) -> str:
