@@ -153,3 +153,24 @@ def test_teach_from_images_and_bad_input_leave_the_set_as_it_was(pw, base_url, c
     assert before == after == {"bus": 1}
     assert all(m.startswith("Not a class file") for m in said.values()), said
     assert log.console_errors == [] and log.outside_requests == []
+
+
+def test_holding_record_records_while_held(pw, base_url, cameras, tmp_path):
+    """Pressed 2 s: examples from those 2 s, and none after the release."""
+    context, page, log = open_classify(pw, tmp_path / "profile", cameras["bus.jpg"], base_url)
+    wait_live(page)
+    page.fill("#custom-name", "bus")
+    box = page.locator("#custom-record").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    page.wait_for_timeout(2000)
+    recording = page.get_attribute("#custom-panel", "data-recording")
+    page.mouse.up()
+    page.wait_for_selector("#custom-list li[data-name='bus']", timeout=30_000)
+    held = yours(page)["bus"]
+    wait_live(page, 5)
+    after = yours(page)["bus"]
+    context.close()
+    assert recording == "true"
+    assert held >= 3 and after == held, (held, after)
+    assert log.console_errors == [] and log.outside_requests == []
