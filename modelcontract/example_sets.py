@@ -78,6 +78,6 @@ class ExampleSets:
     def parse(self, data: bytes) -> dict:
         try:
             parsed = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):   # RecursionError: nesting past Python's limit
             raise ExampleFileError(f"not a {self.noun} file: it is not UTF-8 JSON") from None
         return self.validate(parsed)

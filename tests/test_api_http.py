@@ -169,7 +169,8 @@ def test_hands_custom_gestures_answer_the_recorded_names(client, api_models):
     assert answers["up_3.jpg"].get_json()["hands"][0]["gesture"] == "thumbs_up"   # the built-in one stays
 
 
-@pytest.mark.parametrize("bad", ["not json", "a list", "other format", "empty name", "short example", "NaN",
+@pytest.mark.parametrize("bad", ["not json", "nested past the limit", "a list", "other format", "empty name",
+                                 "short example", "NaN",
                                  "too many examples", "twice"])
 def test_hands_custom_bad_file_is_a_400_and_the_server_goes_on(client, api_models, bad):
     from tests.test_custom_gestures import BAD

@@ -149,6 +149,7 @@ def good_file(hands) -> dict:
 
 BAD = {
     "not json": "{nope",
+    "nested past the limit": "[" * 100_000,
     "a list": "[]",
     "other format": {"format": "teachable-machine", "version": 1, "classes": []},
     "version 2": {"format": SETS.format, "version": 2, "classes": []},
