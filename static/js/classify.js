@@ -158,7 +158,7 @@ function enqueue(name, getBitmap, preview, file = null) {
       bitmap = await getBitmap();
       const decodeMs = performance.now() - started;
       const result = await classifyAny(bitmap, file);
-      const match = result.features ? yours.sets.match(result.features, yours.set) : null;
+      const match = result.features ? yours.match(result.features) : null;
       fillCard(card, preview(bitmap), result, match);
       card.dataset.decodeMs = decodeMs.toFixed(2);
       card.dataset.totalMs = (performance.now() - started).toFixed(2);

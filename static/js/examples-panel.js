@@ -110,10 +110,15 @@ export class ExamplesPanel {
         await this.finish(rec);
       }
     }
-    const matches = vectors.map((v) => this.sets.match(v, this.set));
+    const matches = vectors.map((v) => this.match(v));
     this.votes = (matches.find((m) => m) || {votes: {}}).votes;
     this.showVotes();
     return matches;
+  }
+
+  // One vector against the set (no recording, no display).
+  match(vector) {
+    return this.sets.match(vector, this.set);
   }
 
   // Examples given at once (dropped images): as a recording that just ended.
