@@ -57,7 +57,7 @@ def convert(saved_model: Path, out: Path, variant: str) -> Path:
 
 def detections(tflite_path: Path, x: np.ndarray) -> dict:
     from converters import tflite
-    from converters.yolov5 import OUTPUT_KEYS, detections_of
+    from converters.yolov5.nms import OUTPUT_KEYS, detections_of
 
     return detections_of(tflite.run_tflite(tflite_path, {"images": x}), {k: k for k in OUTPUT_KEYS})
 
@@ -72,6 +72,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from converters import sources, yolov5
+    from converters.yolov5.graph import save_saved_model
     from server import create_app
     from modelcontract.geometry import prepare
 
@@ -79,7 +80,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         model = yolov5.load_model(yolov5.resolve_source(str(args.weights)))
-        saved = yolov5.save_saved_model(model, tmp / "saved_model")
+        saved = save_saved_model(model, tmp / "saved_model", yolov5.INPUT)
         files = {v: convert(saved, tmp / f"{v}.tflite", v) for v in ("fp32", "float16", "int8-dyn")}
         reference = {name: detections(files["fp32"], x) for name, x in inputs.items()}
         rows = {}

@@ -2,7 +2,7 @@
 
 1. Per-image latency: POST /api/v1/detect (YOLOv5n 640, LiteRT, gunicorn, 1 worker) vs the
    same checkpoint in PyTorch run the way yolov5's detect.py runs it (the checkpoint
-   unpickled into converters/yolov5.py's yolov5 modules, Conv+BN fused as ``model.fuse()``
+   unpickled into converters/yolov5/modules.py's yolov5 modules, Conv+BN fused as ``model.fuse()``
    does, cv2 decode + letterbox, ``inference_mode``, torchvision NMS at the same thresholds),
    on the same JPEG bytes: decode + letterbox + model + NMS + boxes in source pixels for
    both; the API figure also includes HTTP and JSON. Interleaved, same thread count.
@@ -66,7 +66,7 @@ def yolov5_letterbox(im, size: int = 640, color=(114, 114, 114)):
 
 def pytorch_detector(weights: Path, threads: int):
     """yolov5n in PyTorch the way yolov5's detect.py runs it: the checkpoint unpickled into
-    the yolov5 modules (converters/yolov5.py), Conv+BN fused (model.fuse()), cv2 decode and
+    the yolov5 modules (converters/yolov5/modules.py), Conv+BN fused (model.fuse()), cv2 decode and
     letterbox, inference_mode, NMS with torchvision at the converter's thresholds, boxes
     scaled back (scale_boxes)."""
     import cv2
@@ -75,10 +75,10 @@ def pytorch_detector(weights: Path, threads: int):
     import torchvision
 
     from converters import sources, yolov5
+    from converters.yolov5 import modules as mods
 
     torch.set_num_threads(threads)
     model = yolov5.load_model(sources.local_weights(str(weights), yolov5.KIND, (".pt",)))
-    mods = yolov5._torch_modules()
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, mods.Conv) and isinstance(m.bn, torch.nn.BatchNorm2d):

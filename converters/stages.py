@@ -31,7 +31,8 @@ SPEED_RUNS = 15
 
 
 def run(ctx, load: Callable, export: Callable, verify: Callable, describe: Callable) -> dict:
-    """load -> export -> verify -> describe; returns describe's manifest fields."""
+    """load -> export -> verify -> describe (each hands the next a Loaded / Exported / Verified
+    record, defined below); returns describe's manifest fields."""
     with ctx.step("load"):
         loaded = load(ctx)
     with ctx.step("export"):
@@ -91,6 +92,32 @@ class Checked:
     passed: bool
     speed: dict           # the manifest's "speed"
     outputs: dict         # {"tfjs": {name: array}, "litert": {key: array}} for further use
+
+
+# What one stage hands the next. Each family subclasses these with its own fields, so a
+# stage's result is a typed record (its fields named and documented) and never a loose dict.
+
+@dataclass
+class Loaded:
+    """load's result: the source model (or what stands for it) and its reference outputs."""
+
+
+@dataclass
+class Exported:
+    """export's result: what verify and describe need to know of the files in the work folder."""
+
+
+@dataclass
+class Verified:
+    """verify's result: the parity figures describe writes into the manifest."""
+
+
+@dataclass
+class DetectorVerified(Verified):
+    """A detector's verify: the parity check and, for a size other than the default, the
+    agreement of its detections with the default size's (the manifest's ``agreement``)."""
+    checked: Checked
+    agreement: dict | None = None
 
 
 def check(ctx, *, tfjs_model: str, tflite_model: str, inputs: dict[str, np.ndarray],

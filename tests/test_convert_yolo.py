@@ -240,14 +240,14 @@ def test_yolov5n_loads_v7_checkpoints_without_running_code(tmp_path, monkeypatch
 
     from converters import sources, yolov5
     from converters.errors import ConverterError
+    from converters.yolov5 import modules as mods
 
-    mods = yolov5._torch_modules()
     model = yolov5.load_model(yolov5.resolve_source(str(YOLOV5N_WEIGHTS)))
     v7 = mods.DetectionModel.__new__(mods.DetectionModel)
     v7.__dict__.update(copy.deepcopy(model.__dict__))
     for name in ("models", "models.yolo", "models.common"):  # importable only while saving
         monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    for name, cls in vars(mods).items():
+    for name, cls in mods.CLASSES.items():
         setattr(sys.modules[cls.__module__], name, cls)
     torch.save({"epoch": -1, "model": None, "ema": v7.half()}, tmp_path / "v7.pt")
     torch.save({"model": model, "hook": print}, tmp_path / "sneaky.pt")
@@ -257,7 +257,7 @@ def test_yolov5n_loads_v7_checkpoints_without_running_code(tmp_path, monkeypatch
     loaded = yolov5.load_model(yolov5.resolve_source(str(tmp_path / "v7.pt")))
     assert isinstance(loaded, mods.Model) and type(loaded).__name__ == "DetectionModel"
     x = np.random.default_rng(0).random((1, 640, 640, 3), dtype=np.float32)
-    assert np.abs(yolov5.torch_head(loaded, x) - yolov5.torch_head(model, x)).max() < 1e-3  # fp16 round trip
+    assert np.abs(mods.torch_head(loaded, x) - mods.torch_head(model, x)).max() < 1e-3  # fp16 round trip
     with pytest.raises(ConverterError, match="builtin__ print"):
         yolov5.resolve_source(str(tmp_path / "sneaky.pt"))
     with pytest.raises(ConverterError, match="could not load sneaky.pt"):  # the loader refuses it too
