@@ -1,7 +1,7 @@
 // End-to-end check of converted MediaPipe Hands models with the real consumer:
 // @tensorflow-models/hand-pose-detection (runtime 'tfjs') on the TF.js WASM backend.
 //
-// usage: node handpose_check.mjs <request.json>
+// usage: node library_check.mjs <request.json>
 // request: {model_dir, detector: "tfjs/detector_full/model.json", landmark: "tfjs/landmark_full/model.json",
 //           model_type: "full"|"lite", image: {file (raw RGB uint8), width, height}, out: "/abs/result.json",
 //           backend: "wasm"}
