@@ -107,7 +107,7 @@ def test_classify_equals_the_page(client, api_models, photo):
 def test_hands_equal_the_library(client, api_models):
     """@tensorflow-models/hand-pose-detection in Node (what the hands page runs) vs the API,
     both variants, on hand photos and on zidane.jpg."""
-    from converters.handpose import run_library
+    from converters.handpose.library import run_library
 
     folder = need(api_models, "handpose")
     photos = {name: photo_bytes(name) for name in ("up_1.jpg", "down_1.jpg")}

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from converters import handpose, parity
+from converters.handpose import graphs, landmarks, library, palm
 from converters.__main__ import main as cli
 from converters.errors import ConverterError
 from tests.helpers import ROOT, photo_rgb
@@ -49,18 +50,18 @@ def test_fp32_graphs_equal_the_source_tflite_on_another_hand(handpose_dir, manif
     assert {key: manifest["source"]["files"][key]["sha256"] for key in MODELS} == \
         {key: source.extra["files"][key]["sha256"] for key in MODELS}  # the files this build was made from
     image = photo_rgb("up_3.jpg")
-    x, transform = prepare(image, handpose.DETECTOR_INPUT)
+    x, transform = prepare(image, palm.DETECTOR_INPUT)
     relative, crop = {}, None
     for variant in ("full", "lite"):
         detector, landmark = f"detector_{variant}", f"landmark_{variant}"
-        ref = handpose._tflite_reference(files[detector], x)
+        ref = graphs.tflite_reference(files[detector], x)
         expected = np.concatenate([ref["Identity_1"], ref["Identity"]], axis=-1)  # [score, 18 regressors]
         got = parity.run_tfjs(handpose_dir / manifest["tfjs"][detector], {"input_1": x})["outputs"]["Identity"]
         relative[f"{detector} scores"] = parity.compare(expected[..., :1], got[..., :1])["relative"]
         relative[f"{detector} boxes"] = parity.compare(expected[..., 1:], got[..., 1:])["relative"]
         if crop is None:  # the full detector's best palm gives the crop both landmark models see
-            crop = handpose.hand_crop(image, handpose.best_palm(expected), transform)
-        ref = handpose._tflite_reference(files[landmark], crop)
+            crop = landmarks.hand_crop(image, palm.best_palm(expected), transform)
+        ref = graphs.tflite_reference(files[landmark], crop)
         got = parity.run_tfjs(handpose_dir / manifest["tfjs"][landmark], {"input_1": crop})["outputs"]
         for tfjs_name, tflite_name in LANDMARK_PAIRS.items():
             relative[f"{landmark} {tfjs_name}"] = parity.compare(ref[tflite_name], got[tfjs_name])["relative"]
@@ -140,11 +141,11 @@ def test_landmark_outputs_carry_the_right_meaning(handpose_dir, manifest):
     from modelcontract.geometry import prepare
 
     image = photo_rgb("up_1.jpg")
-    x, transform = prepare(image, handpose.DETECTOR_INPUT)
-    ref_det = handpose._tflite_reference(handpose_dir / "tflite" / "palm_detection_full.tflite", x)
-    palm = handpose.best_palm(np.concatenate([ref_det["Identity_1"], ref_det["Identity"]], axis=-1))
-    crop = handpose.hand_crop(image, palm, transform)
-    ref = handpose._tflite_reference(handpose_dir / "tflite" / "hand_landmark_full.tflite", crop)
+    x, transform = prepare(image, palm.DETECTOR_INPUT)
+    ref_det = graphs.tflite_reference(handpose_dir / "tflite" / "palm_detection_full.tflite", x)
+    best = palm.best_palm(np.concatenate([ref_det["Identity_1"], ref_det["Identity"]], axis=-1))
+    crop = landmarks.hand_crop(image, best, transform)
+    ref = graphs.tflite_reference(handpose_dir / "tflite" / "hand_landmark_full.tflite", crop)
     got = parity.run_tfjs(handpose_dir / manifest["tfjs"]["landmark_full"], {"input_1": crop})["outputs"]
     pairs = {"Identity_2": "Identity", "Identity_1": "Identity_1", "Identity": "Identity_2", "Identity_3": "Identity_3"}
     for tfjs_name, tflite_name in pairs.items():
@@ -167,7 +168,7 @@ def test_anchor_decode_matches_library(manifest):
     lib = json.loads(out)
     assert manifest["anchors"] == lib["anchors"]
     assert manifest["decode"] == lib["decode"]
-    np.testing.assert_allclose(handpose.anchor_centres(), np.array(lib["centres"]), atol=1e-9)
+    np.testing.assert_allclose(palm.anchor_centres(), np.array(lib["centres"]), atol=1e-9)
     assert np.all(np.array(lib["sizes"]) == 1.0)  # fixedAnchorSize: the decode relies on it
 
 
@@ -177,13 +178,13 @@ def test_library_finds_the_hand_like_mediapipe(handpose_dir):
     """hand-pose-detection (runtime 'tfjs', WASM) on the converted files vs MediaPipe's own
     Python solution (model_complexity=1) on the same real photo."""
     image = photo_rgb("up_1.jpg")
-    library = handpose.run_library(handpose_dir, "full", {"up_1.jpg": image})
-    hands = library["up_1.jpg"]["hands"]
-    reference = handpose.mediapipe_hands(image, "full")
+    found = library.run_library(handpose_dir, "full", {"up_1.jpg": image})
+    hands = found["up_1.jpg"]["hands"]
+    reference = library.mediapipe_hands(image, "full")
     assert len(reference) == 1 and len(hands) == 1
-    assert len(hands[0]["keypoints"]) == 21 and hands[0]["names"] == handpose.KEYPOINT_NAMES
-    result = handpose.compare_hands(reference, hands)["pairs"][0]
-    assert result["mean_px"] < handpose.KEYPOINT_TOLERANCE_PX, result
+    assert len(hands[0]["keypoints"]) == 21 and hands[0]["names"] == landmarks.KEYPOINT_NAMES
+    result = library.compare_hands(reference, hands)["pairs"][0]
+    assert result["mean_px"] < library.KEYPOINT_TOLERANCE_PX, result
     assert result["handedness"] == result["reference_handedness"]
     assert 0.5 < hands[0]["score"] <= 1.0
 
