@@ -3,16 +3,14 @@ the bus.jpg input, the SavedModel -> TF.js + .tflite export, the verify stage (p
 and the logits feeding the graph's Softmax, TF.js and LiteRT against the source framework)
 and the manifest fields.
 
-A family's ``load`` returns an object with ``x`` (the preprocessed photo), ``reference``
-({"probabilities", "logits"} from the source framework, and "features" when the graph has
-that second output), ``answer_x`` and ``answer`` (the answer-check pattern as input,
-modelcontract.answers, and the source's probabilities on it, or {"probabilities",
-"features"}) and ``reference_info`` (runtime and version); its ``export`` returns
-``export_graph``'s model.json; ``verify`` here takes both.
+A family's ``load`` returns a ``Loaded`` (subclassed with its own fields), its ``export``
+an ``Exported`` holding ``export_graph``'s model.json; ``verify`` here takes both and
+returns the ``Verified`` that ``describe`` turns into manifest fields.
 """
 from __future__ import annotations
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,28 @@ from . import parity, sources, stages, tfjs, tflite
 
 PHOTO = "bus.jpg"
 FEATURES = 1280   # the pooled head of both EfficientNet families
+
+
+@dataclass
+class Loaded(stages.Loaded):
+    x: np.ndarray          # the preprocessed photo
+    reference: dict        # the source's {"probabilities", "logits"} on x, and "features" where the graph has them
+    answer_x: np.ndarray   # the answer-check pattern as input (modelcontract.answers)
+    answer: object         # the source's probabilities on it, or {"probabilities", "features"}
+    reference_info: dict   # the source framework: runtime and version
+
+
+@dataclass
+class Exported(stages.Exported):
+    model_json: dict       # the TF.js model.json export_graph wrote
+
+
+@dataclass
+class Verified(stages.Verified):
+    signature: dict        # the graph's input, output and features tensor names
+    speed: dict            # the manifest's speed
+    answer_check: dict     # the manifest's answer_check
+    parity: dict           # the manifest's parity
 
 
 def prepare_photo(input_spec: dict, photo: str = PHOTO):
@@ -50,14 +70,14 @@ def export_saved_model(forward, variables, path: Path, input_spec: dict) -> Path
     return path
 
 
-def export_graph(ctx, forward, variables, input_spec: dict) -> dict:
+def export_graph(ctx, forward, variables, input_spec: dict) -> Exported:
     """forward(x) -> probabilities (or {probabilities, features}), as tfjs/ (at the build's quantisation) and an fp32
-    model.tflite in the work folder; returns the TF.js model.json."""
+    model.tflite in the work folder, with the TF.js model.json."""
     with tempfile.TemporaryDirectory(prefix=f"{ctx.name}-") as tmp:
         saved_model = export_saved_model(forward, variables, Path(tmp) / "saved_model", input_spec)
         model_json = tfjs.convert_saved_model(saved_model, ctx.workdir / "tfjs", ctx.quantize)
         tflite.saved_model_to_tflite(saved_model, ctx.workdir / "model.tflite")
-    return model_json
+    return Exported(model_json=model_json)
 
 
 def softmax_input(model_json: dict) -> str:
@@ -76,12 +96,13 @@ def top_k(probabilities: np.ndarray, labels: list[str], k: int = 5) -> list[dict
     return [{"class_id": int(i), "label": labels[i], "probability": round(float(p[i]), 6)} for i in indices(p, k)]
 
 
-def verify(ctx, loaded, model_json: dict) -> dict:
+def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     """Probabilities and logits of the TF.js graph (WASM) and probabilities of the .tflite
     against the source framework on bus.jpg. fp32 / float16: max|a-b|/max|a| within the
     target on both; uint8: figures recorded, top-1 must equal the reference's. The .tflite
     stays fp32 whatever --quantize says, so it is held to the fp32 target."""
     labels = sources.imagenet_names()
+    model_json = exported.model_json
     signature = tfjs.graph_signature(model_json)
     input_name = signature["inputs"][0]["name"]
     by_key = {o["key"]: o["name"] for o in signature["outputs"]}
@@ -131,11 +152,11 @@ def verify(ctx, loaded, model_json: dict) -> dict:
             inputs={input_name: loaded.answer_x}, tfjs_outputs=[output_name],
             roles=lambda out: {output_name: out[output_name]})
     answer = stages.answer_check(ctx, {"model": part}, " ".join(str(v) for v in loaded.reference_info.values()))
-    return {
-        "signature": {"input": input_name, "output": output_name, "features": features_name},
-        "speed": checked.speed,
-        "answer_check": answer,
-        "parity": {
+    return Verified(
+        signature={"input": input_name, "output": output_name, "features": features_name},
+        speed=checked.speed,
+        answer_check=answer,
+        parity={
             "photo": PHOTO,
             "reference": {**loaded.reference_info, "top5": ref_top},
             "tfjs": checked.tfjs,
@@ -144,17 +165,17 @@ def verify(ctx, loaded, model_json: dict) -> dict:
             "criterion": criterion,
             "passed": checked.passed,
         },
-    }
+    )
 
 
 def _rounded(figures: dict) -> dict:
     return {k: float(f"{v:.4g}") for k, v in figures.items()}
 
 
-def describe(title: str, input_spec: dict, verified: dict, extra: dict) -> dict:
+def describe(title: str, input_spec: dict, verified: Verified, extra: dict) -> dict:
     """The manifest fields both EfficientNet families return."""
     labels = sources.imagenet_names()
-    signature = verified["signature"]
+    signature = verified.signature
     tensors = [{"name": signature["output"], "shape": [1, len(labels)],
                 "meaning": "softmax probabilities over the ImageNet-1k classes (index = labels[i])"}]
     server = {"runtime": "litert", "model": "model.tflite", "signature": "serving_default",
@@ -173,8 +194,8 @@ def describe(title: str, input_spec: dict, verified: dict, extra: dict) -> dict:
         "labels": labels,
         "tfjs": {"model": "tfjs/model.json"},
         "server": server,
-        "parity": verified["parity"],
-        "speed": verified["speed"],
-        "answer_check": verified["answer_check"],
+        "parity": verified.parity,
+        "speed": verified.speed,
+        "answer_check": verified.answer_check,
         **extra,
     }

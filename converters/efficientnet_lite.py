@@ -32,7 +32,7 @@ Preprocessing these weights were trained with (documented, then checked):
 from __future__ import annotations
 
 import importlib.util
-import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -325,11 +325,17 @@ def tf_graph(params: dict[str, np.ndarray]):
 
 # ---------------------------------------------------------------------------- stages
 
+@dataclass
+class Loaded(classifier.Loaded):
+    sd: dict               # the state dict, name -> float32 array
+    evidence: dict | None  # stem variance / BN running variance per normalisation (None for random weights)
+
+
 def build(ctx) -> dict:
     return stages.run(ctx, load, export, classifier.verify, describe)
 
 
-def load(ctx) -> types.SimpleNamespace:
+def load(ctx) -> Loaded:
     """The state dict, the evidence for its input normalisation, and the PyTorch outputs on bus.jpg."""
     import torch
 
@@ -343,19 +349,18 @@ def load(ctx) -> types.SimpleNamespace:
     logits, features = torch_forward(sd, x)
     answer_x = answers.model_input(INPUT)
     answer_logits, answer_features = torch_forward(sd, answer_x)
-    return types.SimpleNamespace(sd=sd, evidence=evidence, x=x,
-                                 reference={"logits": logits, "probabilities": softmax(logits), "features": features},
-                                 answer_x=answer_x,
-                                 answer={"probabilities": softmax(answer_logits), "features": answer_features},
-                                 reference_info={"runtime": "torch", "version": torch.__version__})
+    return Loaded(sd=sd, evidence=evidence, x=x,
+                  reference={"logits": logits, "probabilities": softmax(logits), "features": features},
+                  answer_x=answer_x, answer={"probabilities": softmax(answer_logits), "features": answer_features},
+                  reference_info={"runtime": "torch", "version": torch.__version__})
 
 
-def export(ctx, loaded) -> dict:
+def export(ctx, loaded: Loaded) -> classifier.Exported:
     forward, variables = tf_graph(folded_params(loaded.sd))
     return classifier.export_graph(ctx, forward, variables, INPUT)
 
 
-def describe(ctx, loaded, model_json, verified) -> dict:
+def describe(ctx, loaded: Loaded, exported: classifier.Exported, verified: classifier.Verified) -> dict:
     preprocessing = {
         "normalisation": "(pixel - 127) / 128 per channel (EfficientNet-Lite MEAN_RGB 127, STDDEV_RGB 128)",
         "resize": "centre crop 0.875 of the shorter side (official CROP_PADDING 32 at 224), resize to 224",

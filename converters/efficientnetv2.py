@@ -26,7 +26,7 @@ Export, verification and manifest fields are shared with ``converters.efficientn
 from __future__ import annotations
 
 import hashlib
-import types
+from dataclasses import dataclass
 from pathlib import Path
 
 from modelcontract import answers
@@ -146,11 +146,16 @@ def _keras_model(source: sources.Source):
     return tf_keras.Model(base.input, probabilities, name=NAME), base
 
 
+@dataclass
+class Loaded(classifier.Loaded):
+    model: object          # the Keras model (probabilities)
+
+
 def build(ctx) -> dict:
     return stages.run(ctx, load, export, classifier.verify, describe)
 
 
-def load(ctx) -> types.SimpleNamespace:
+def load(ctx) -> Loaded:
     """The Keras model (probabilities and logits) and its outputs on bus.jpg."""
     import tensorflow as tf
     import tf_keras
@@ -159,7 +164,7 @@ def load(ctx) -> types.SimpleNamespace:
     ctx.log(f"{model.count_params():,} parameters")
     x, _ = classifier.prepare_photo(INPUT)
     answer_x = answers.model_input(INPUT)
-    return types.SimpleNamespace(
+    return Loaded(
         model=model, x=x,
         reference={"probabilities": model(x, training=False).numpy(),
                    "logits": logits_model(x, training=False).numpy()},
@@ -167,12 +172,12 @@ def load(ctx) -> types.SimpleNamespace:
         reference_info={"runtime": "tf_keras", "version": tf_keras.__version__, "tensorflow": tf.__version__})
 
 
-def export(ctx, loaded) -> dict:
+def export(ctx, loaded: Loaded) -> classifier.Exported:
     model = loaded.model
     return classifier.export_graph(ctx, lambda t: model(t, training=False), model.variables, INPUT)
 
 
-def describe(ctx, loaded, model_json, verified) -> dict:
+def describe(ctx, loaded: Loaded, exported: classifier.Exported, verified: classifier.Verified) -> dict:
     return classifier.describe(
         title="EfficientNetV2-B0 (ImageNet-1k)" + (" - random weights" if ctx.source.path is None else ""),
         input_spec=INPUT, verified=verified,
