@@ -117,7 +117,7 @@ class DetectorVerified(Verified):
     """A detector's verify: the parity check and, for a size other than the default, the
     agreement of its detections with the default size's (the manifest's ``agreement``)."""
     checked: Checked
-    agreement: dict | None = None
+    agreement: dict | None  # None at the default size
 
 
 def check(ctx, *, tfjs_model: str, tflite_model: str, inputs: dict[str, np.ndarray],

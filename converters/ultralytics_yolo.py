@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -284,11 +284,35 @@ def _run_child(request: dict, tmp: Path, ctx) -> dict:
 
 # ---------------------------------------------------------------------------- stages
 
+@dataclass
+class Loaded(stages.Loaded):
+    tmp: tempfile.TemporaryDirectory  # the child's folder (export removes it)
+    request: dict      # what the child is asked: weights, sizes and the .npy paths it reads and writes
+    spec: dict         # the build's input spec
+    x: np.ndarray      # bus.jpg, letterboxed to the build's side
+
+
+@dataclass
+class Exported(stages.Exported):
+    result: dict                # the child's result.json (files written, architecture, names)
+    reference: np.ndarray       # PyTorch's raw head on x (fp32)
+    exact: np.ndarray           # the same in float64
+    agreement_reference: dict   # photo -> PyTorch's raw head at the default size (other sizes only)
+    answer: tuple               # (answer-check input, PyTorch's raw head on it)
+    input_name: str             # the TF.js graph's input
+    output_name: str            # and its one output
+
+
+@dataclass
+class Verified(stages.DetectorVerified):
+    tfjs_out: np.ndarray        # the TF.js raw head on x
+
+
 def build(ctx) -> dict:
     return stages.run(ctx, load, export, verify, describe)
 
 
-def load(ctx) -> types.SimpleNamespace:
+def load(ctx) -> Loaded:
     """The photos the child needs, at the build's size (parity) and at 640 (calibration of
     random weights, the agreement reference): the child loads the model itself, because
     random weights exist only inside that process."""
@@ -318,10 +342,10 @@ def load(ctx) -> types.SimpleNamespace:
                      "reference": str(folder / f"agreement-{photo}-reference.npy")}
             np.save(paths["input"], prepare(sources.load_photo(photo), INPUT)[0])
             request["agreement"][photo] = paths
-    return types.SimpleNamespace(tmp=tmp, request=request, spec=spec, x=x)
+    return Loaded(tmp=tmp, request=request, spec=spec, x=x)
 
 
-def export(ctx, loaded) -> types.SimpleNamespace:
+def export(ctx, loaded: Loaded) -> Exported:
     """The child: PyTorch references, then ultralytics' TF.js export; its files -> workdir."""
     request, folder = loaded.request, Path(loaded.tmp.name)
     try:
@@ -340,13 +364,13 @@ def export(ctx, loaded) -> types.SimpleNamespace:
         loaded.tmp.cleanup()
     model_json = json.loads((ctx.workdir / "tfjs" / "model.json").read_text())
     sig = tfjs.graph_signature(model_json)
-    return types.SimpleNamespace(
+    return Exported(
         result=result, reference=reference, exact=exact, agreement_reference=agreement_reference, answer=answer,
         input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json),
         output_name=sig["outputs"][0]["name"] if sig["outputs"] else "Identity")
 
 
-def verify(ctx, loaded, exported) -> types.SimpleNamespace:
+def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     """The raw head, TF.js and LiteRT, against PyTorch on bus.jpg; for a size other than 640,
     the agreement with the same weights at 640."""
     reference, out_name = exported.reference, exported.output_name
@@ -369,7 +393,7 @@ def verify(ctx, loaded, exported) -> types.SimpleNamespace:
         agreement = agreement_with_default_size(ctx, exported.agreement_reference)
         ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the {IMGSZ}-px detections "
                 f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
-    return types.SimpleNamespace(checked=checked, tfjs_out=tfjs_out, agreement=agreement)
+    return Verified(checked=checked, agreement=agreement, tfjs_out=tfjs_out)
 
 
 def agreement_with_default_size(ctx, reference_raw: dict) -> dict:
@@ -396,7 +420,7 @@ def agreement_with_default_size(ctx, reference_raw: dict) -> dict:
                                 IMGSZ, runtime="litert")
 
 
-def describe(ctx, loaded, exported, verified) -> dict:
+def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dict:
     from importlib import metadata
 
     result, reference, checked = exported.result, exported.reference, verified.checked
