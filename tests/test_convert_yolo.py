@@ -316,13 +316,14 @@ def pytorch_random_yolo(architecture: str):
     Image.open = pillow_open
 
     from converters import sources, ultralytics_yolo
+    from converters.ultralytics_yolo import child
     from modelcontract.geometry import prepare
 
-    torch.manual_seed(ultralytics_yolo.RANDOM_SEED)
+    torch.manual_seed(child.RANDOM_SEED)
     model = YOLO(architecture, task="detect").model
     for branch in model.model[-1].cv3:
         torch.nn.init.zeros_(branch[-1].bias)
-    ultralytics_yolo.calibrate_batchnorm(model, prepare(sources.load_photo("zidane.jpg"), ultralytics_yolo.INPUT)[0])
+    child.calibrate_batchnorm(model, prepare(sources.load_photo("zidane.jpg"), ultralytics_yolo.INPUT)[0])
     return model.eval()
 
 

@@ -14,19 +14,15 @@ class scores after sigmoid); the page decodes it and runs NMS ("outputs.format":
 
 The export runs in a child process: ultralytics reads its environment at import time,
 writes beside its input and into the working directory, and needs a few offline fixes
-(see ``_export_env``). The child also computes the PyTorch reference, because random
+(child.py). The child also computes the PyTorch reference, because random
 weights exist only inside that process.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +30,11 @@ import numpy as np
 
 from modelcontract import answers
 
-from . import detections, parity, sources, stages, tfjs, tflite
-from .errors import ConverterError
-from .manifest import sha256_file
+from .. import detections, parity, sources, stages, tfjs, tflite
+from ..errors import ConverterError
+from . import child
+from .child import RANDOM_SEED
+from ..manifest import sha256_file
 
 NAME = "yolo"
 TASK = "detect"
@@ -50,8 +48,6 @@ EXPECTED = ("expected an Ultralytics 8.x detection checkpoint (a pickled ultraly
             "e.g. yolo11n.pt, yolov8n.pt or yolov5nu.pt")
 IMGSZ = 640  # the default input side; --imgsz builds another (IMGSZ_STEP multiples) beside it
 IMGSZ_STEP = 32  # the largest stride of the Detect head
-RANDOM_SEED = 0
-ROOT = Path(__file__).resolve().parent.parent
 # Decoding defaults for the page (ultralytics' predict defaults, fewer boxes).
 PAGE_NMS = {"iou": 0.7, "score": 0.25, "max_det": 100, "agnostic": False}
 
@@ -66,7 +62,6 @@ def input_spec(imgsz: int = IMGSZ) -> dict:
 
 
 INPUT = input_spec()
-_QUANTIZE_ARG = {"float16": 16, "uint8": 8}  # ultralytics' pb2tfjs quantize values
 
 
 # ---------------------------------------------------------------------------- source
@@ -132,154 +127,11 @@ def resolve_source(weights: str | None) -> sources.Source:
     return source
 
 
-# ---------------------------------------------------------------------------- child process
-
-def _export_env(tmp: Path) -> dict:
-    """Offline-safe environment for ultralytics' export, and a working tensorflowjs_converter."""
-    env = dict(os.environ)
-    config = tmp / "ultralytics-config"
-    config.mkdir(exist_ok=True)
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    # tensorflowjs' own CLI dies importing tensorflow_decision_forests; this one goes through
-    # converters.tfjs, which stands in for the packages conversion never uses.
-    wrapper = bin_dir / "tensorflowjs_converter"
-    wrapper.write_text(f"#!{sys.executable}\n"
-                       "import sys\n"
-                       f"sys.path.insert(0, {str(ROOT)!r})\n"
-                       "from converters import tfjs\n"
-                       "tfjs._tf_saved_model_conversion()\n"
-                       "from tensorflowjs.converters.converter import pip_main\n"
-                       "sys.exit(pip_main())\n")
-    wrapper.chmod(0o755)
-    env.update({
-        "YOLO_OFFLINE": "true",        # no connectivity probes
-        "YOLO_AUTOINSTALL": "false",   # never pip-install from inside an export
-        "YOLO_CONFIG_DIR": str(config),
-        "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")]),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-    })
-    # onnx2tf and ultralytics both fetch this calibration sample unless it is in the CWD;
-    # an fp32 export never uses its values.
-    np.save(tmp / "calibration_image_sample_data_20x128x128x3_float32.npy",
-            np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
-    return env
-
-
-def calibrate_batchnorm(model, x_nhwc: np.ndarray, min_var: float = 0.1) -> None:
-    """Set every batch norm's running statistics from one forward pass over ``x_nhwc``.
-
-    Channels that barely vary on one photo would get huge gains and make the random network
-    chaotic (PyTorch fp32 itself then drifts ~1e-4 from a float64 run); flooring the variance
-    keeps outputs that vary while fp32 rounding noise stays ~1e-7.
-    """
-    import torch
-
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    for m in norms:
-        m.reset_running_stats()
-        m.momentum = None  # cumulative average: one pass sets the statistics exactly
-    model.train()
-    with torch.no_grad():
-        model(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous())
-    model.eval()
-    for m in norms:
-        m.running_var.clamp_(min=min_var)
-
-
-def _child(request_file: str) -> None:
-    """Runs in the child: load, reference forward, export. Writes result.json."""
-    request = json.loads(Path(request_file).read_text())
-    import copy
-
-    import torch
-    from ultralytics import YOLO
-    from ultralytics.nn.tasks import DetectionModel
-
-    torch.manual_seed(RANDOM_SEED)
-    yolo = YOLO(request["weights"], task="detect")
-    model = yolo.model
-    if type(model) is not DetectionModel:
-        raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not a DetectionModel")
-    if getattr(model, "end2end", False):
-        model.end2end = False  # NMS-free heads: export the one-to-many raw head instead
-    x = np.load(request["input"])
-    if request["weights"].lower().endswith((".yaml", ".yml")):
-        # Random weights give a near-constant output (activations shrink layer by layer and the
-        # class prior makes every score ~1e-5): calibrate batch norm on another photo and drop
-        # the class prior, so parity compares outputs that vary.
-        for branch in model.model[-1].cv3:
-            torch.nn.init.zeros_(branch[-1].bias)
-        calibrate_batchnorm(model, np.load(request["calibration"]))
-    model.eval()
-    with torch.no_grad():
-        y = model(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
-    y = (y[0] if isinstance(y, (list, tuple)) else y).numpy()
-    np.save(request["reference"], y)
-    # The answer check's pattern (modelcontract.answers) through the same network.
-    with torch.no_grad():
-        y = model(torch.from_numpy(np.load(request["answer_input"])).permute(0, 3, 1, 2).contiguous())
-    np.save(request["answer_reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
-    # The same weights at the default size, for the agreement of another size with it.
-    for paths in request["agreement"].values():
-        with torch.no_grad():
-            y = model(torch.from_numpy(np.load(paths["input"])).permute(0, 3, 1, 2).contiguous())
-        np.save(paths["reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
-    # The same network in float64: how far fp32 arithmetic alone lands from the exact result
-    # (context for the parity figure; the model itself stays fp32).
-    with torch.no_grad():
-        y64 = copy.deepcopy(model).double()(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous().double())
-    np.save(request["reference_fp64"], (y64[0] if isinstance(y64, (list, tuple)) else y64).numpy())
-
-    # pb2tfjs imports tensorflowjs in this process too: same stand-ins as the CLI wrapper
-    from converters import tfjs
-
-    tfjs._tf_saved_model_conversion()
-    started = time.perf_counter()
-    web = Path(yolo.export(format="tfjs", imgsz=request["imgsz"], nms=False, device="cpu")).resolve()
-    seconds = time.perf_counter() - started
-    stem = web.name[: -len("_web_model")]
-    pb = web.parent / f"{stem}.pb"
-    if request["quantize"] != "none":
-        from ultralytics.utils.export.tensorflow import pb2tfjs
-
-        web = Path(pb2tfjs(str(pb), str(web.parent / f"{stem}_{request['quantize']}_web_model/"),
-                           quantize=_QUANTIZE_ARG[request["quantize"]]))
-    names = model.names
-    Path(request["result"]).write_text(json.dumps({
-        "web_model": str(web),
-        "tflite": str(web.parent / f"{stem}_saved_model" / f"{stem}_float32.tflite"),
-        "names": [names[i] for i in sorted(names)] if isinstance(names, dict) else list(names),
-        "nc": int(model.model[-1].nc),
-        "parameters": int(sum(p.numel() for p in model.parameters())),
-        "yaml": model.yaml.get("yaml_file"),
-        "head": type(model.model[-1]).__name__,
-        "export_seconds": round(seconds, 1),
-    }))
-
-
-def _run_child(request: dict, tmp: Path, ctx) -> dict:
-    (tmp / "request.json").write_text(json.dumps(request))
-    log = tmp / "export.log"
-    with open(log, "w") as out:
-        proc = subprocess.run([sys.executable, "-m", "converters.ultralytics_yolo", str(tmp / "request.json")],
-                              cwd=tmp, env=_export_env(tmp), stdout=out, stderr=subprocess.STDOUT)
-    text = log.read_text(errors="replace")
-    if "WRONG-KIND:" in text:
-        raise ConverterError(text.split("WRONG-KIND:")[1].splitlines()[0].strip() + f"; {EXPECTED}",
-                             "pass a detection model with --weights")
-    if proc.returncode != 0 or not (tmp / "result.json").is_file():
-        tail = "\n".join(text.splitlines()[-25:])
-        raise ConverterError(f"the ultralytics export failed (exit {proc.returncode}):\n{tail}",
-                             "see the log above; the model was not installed")
-    result = json.loads((tmp / "result.json").read_text())
-    if not (Path(result["web_model"]) / "model.json").is_file():
-        tail = "\n".join(text.splitlines()[-25:])
-        raise ConverterError(f"the ultralytics export wrote no TF.js model.json:\n{tail}",
-                             "see the log above; the model was not installed")
-    ctx.log(f"ultralytics export {result['export_seconds']}s ({result['head']} head, "
-            f"{result['parameters']:,} parameters, {result['nc']} classes)")
-    return result
+def _export(request: dict, tmp: Path, ctx) -> dict:
+    try:
+        return child.run(request, tmp, ctx)
+    except child.WrongKind as exc:
+        raise ConverterError(f"{exc}; {EXPECTED}", "pass a detection model with --weights") from None
 
 
 # ---------------------------------------------------------------------------- stages
@@ -349,7 +201,7 @@ def export(ctx, loaded: Loaded) -> Exported:
     """The child: PyTorch references, then ultralytics' TF.js export; its files -> workdir."""
     request, folder = loaded.request, Path(loaded.tmp.name)
     try:
-        result = _run_child(request, folder, ctx)
+        result = _export(request, folder, ctx)
         web = Path(result["web_model"])
         (ctx.workdir / "tfjs").mkdir()
         for f in web.iterdir():
@@ -475,6 +327,3 @@ def _placeholder(model_json: dict) -> str:
             return node["name"]
     raise ConverterError("the exported graph has no input", None)
 
-
-if __name__ == "__main__":
-    _child(sys.argv[1])

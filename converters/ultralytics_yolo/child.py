@@ -1,0 +1,177 @@
+"""The ultralytics export's child process: ultralytics reads its environment at import time,
+writes beside its input and into the working directory, and needs a few offline fixes
+(``export_env``). ``run`` starts it on a request (paths of the photos it reads and the
+arrays it writes) and reads its result; ``main`` is what runs in it: load, the PyTorch
+references (random weights exist only inside this process), export."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConverterError
+
+RANDOM_SEED = 0
+ROOT = Path(__file__).resolve().parents[2]
+QUANTIZE_ARG = {"float16": 16, "uint8": 8}  # ultralytics' pb2tfjs quantize values
+
+
+def export_env(tmp: Path) -> dict:
+    """Offline-safe environment for ultralytics' export, and a working tensorflowjs_converter."""
+    env = dict(os.environ)
+    config = tmp / "ultralytics-config"
+    config.mkdir(exist_ok=True)
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    # tensorflowjs' own CLI dies importing tensorflow_decision_forests; this one goes through
+    # converters.tfjs, which stands in for the packages conversion never uses.
+    wrapper = bin_dir / "tensorflowjs_converter"
+    wrapper.write_text(f"#!{sys.executable}\n"
+                       "import sys\n"
+                       f"sys.path.insert(0, {str(ROOT)!r})\n"
+                       "from converters import tfjs\n"
+                       "tfjs._tf_saved_model_conversion()\n"
+                       "from tensorflowjs.converters.converter import pip_main\n"
+                       "sys.exit(pip_main())\n")
+    wrapper.chmod(0o755)
+    env.update({
+        "YOLO_OFFLINE": "true",        # no connectivity probes
+        "YOLO_AUTOINSTALL": "false",   # never pip-install from inside an export
+        "YOLO_CONFIG_DIR": str(config),
+        "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    })
+    # onnx2tf and ultralytics both fetch this calibration sample unless it is in the CWD;
+    # an fp32 export never uses its values.
+    np.save(tmp / "calibration_image_sample_data_20x128x128x3_float32.npy",
+            np.random.default_rng(0).random((20, 128, 128, 3), dtype=np.float32))
+    return env
+
+
+def calibrate_batchnorm(model, x_nhwc: np.ndarray, min_var: float = 0.1) -> None:
+    """Set every batch norm's running statistics from one forward pass over ``x_nhwc``.
+
+    Channels that barely vary on one photo would get huge gains and make the random network
+    chaotic (PyTorch fp32 itself then drifts ~1e-4 from a float64 run); flooring the variance
+    keeps outputs that vary while fp32 rounding noise stays ~1e-7.
+    """
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative average: one pass sets the statistics exactly
+    model.train()
+    with torch.no_grad():
+        model(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous())
+    model.eval()
+    for m in norms:
+        m.running_var.clamp_(min=min_var)
+
+
+def main(request_file: str) -> None:
+    """Runs in the child: load, reference forward, export. Writes result.json."""
+    request = json.loads(Path(request_file).read_text())
+    import copy
+
+    import torch
+    from ultralytics import YOLO
+    from ultralytics.nn.tasks import DetectionModel
+
+    torch.manual_seed(RANDOM_SEED)
+    yolo = YOLO(request["weights"], task="detect")
+    model = yolo.model
+    if type(model) is not DetectionModel:
+        raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not a DetectionModel")
+    if getattr(model, "end2end", False):
+        model.end2end = False  # NMS-free heads: export the one-to-many raw head instead
+    x = np.load(request["input"])
+    if request["weights"].lower().endswith((".yaml", ".yml")):
+        # Random weights give a near-constant output (activations shrink layer by layer and the
+        # class prior makes every score ~1e-5): calibrate batch norm on another photo and drop
+        # the class prior, so parity compares outputs that vary.
+        for branch in model.model[-1].cv3:
+            torch.nn.init.zeros_(branch[-1].bias)
+        calibrate_batchnorm(model, np.load(request["calibration"]))
+    model.eval()
+    with torch.no_grad():
+        y = model(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
+    y = (y[0] if isinstance(y, (list, tuple)) else y).numpy()
+    np.save(request["reference"], y)
+    # The answer check's pattern (modelcontract.answers) through the same network.
+    with torch.no_grad():
+        y = model(torch.from_numpy(np.load(request["answer_input"])).permute(0, 3, 1, 2).contiguous())
+    np.save(request["answer_reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
+    # The same weights at the default size, for the agreement of another size with it.
+    for paths in request["agreement"].values():
+        with torch.no_grad():
+            y = model(torch.from_numpy(np.load(paths["input"])).permute(0, 3, 1, 2).contiguous())
+        np.save(paths["reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
+    # The same network in float64: how far fp32 arithmetic alone lands from the exact result
+    # (context for the parity figure; the model itself stays fp32).
+    with torch.no_grad():
+        y64 = copy.deepcopy(model).double()(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous().double())
+    np.save(request["reference_fp64"], (y64[0] if isinstance(y64, (list, tuple)) else y64).numpy())
+
+    # pb2tfjs imports tensorflowjs in this process too: same stand-ins as the CLI wrapper
+    from converters import tfjs
+
+    tfjs._tf_saved_model_conversion()
+    started = time.perf_counter()
+    web = Path(yolo.export(format="tfjs", imgsz=request["imgsz"], nms=False, device="cpu")).resolve()
+    seconds = time.perf_counter() - started
+    stem = web.name[: -len("_web_model")]
+    pb = web.parent / f"{stem}.pb"
+    if request["quantize"] != "none":
+        from ultralytics.utils.export.tensorflow import pb2tfjs
+
+        web = Path(pb2tfjs(str(pb), str(web.parent / f"{stem}_{request['quantize']}_web_model/"),
+                           quantize=QUANTIZE_ARG[request["quantize"]]))
+    names = model.names
+    Path(request["result"]).write_text(json.dumps({
+        "web_model": str(web),
+        "tflite": str(web.parent / f"{stem}_saved_model" / f"{stem}_float32.tflite"),
+        "names": [names[i] for i in sorted(names)] if isinstance(names, dict) else list(names),
+        "nc": int(model.model[-1].nc),
+        "parameters": int(sum(p.numel() for p in model.parameters())),
+        "yaml": model.yaml.get("yaml_file"),
+        "head": type(model.model[-1]).__name__,
+        "export_seconds": round(seconds, 1),
+    }))
+
+
+class WrongKind(ConverterError):
+    """The checkpoint holds another kind of model than a DetectionModel."""
+
+
+def run(request: dict, tmp: Path, ctx) -> dict:
+    """The child on ``request`` in ``tmp`` (its working directory and log); -> its result.json."""
+    (tmp / "request.json").write_text(json.dumps(request))
+    log = tmp / "export.log"
+    with open(log, "w") as out:
+        proc = subprocess.run([sys.executable, "-m", "converters.ultralytics_yolo.child", str(tmp / "request.json")],
+                              cwd=tmp, env=export_env(tmp), stdout=out, stderr=subprocess.STDOUT)
+    text = log.read_text(errors="replace")
+    if "WRONG-KIND:" in text:
+        raise WrongKind(text.split("WRONG-KIND:")[1].splitlines()[0].strip(), None)
+    if proc.returncode != 0 or not (tmp / "result.json").is_file():
+        tail = "\n".join(text.splitlines()[-25:])
+        raise ConverterError(f"the ultralytics export failed (exit {proc.returncode}):\n{tail}",
+                             "see the log above; the model was not installed")
+    result = json.loads((tmp / "result.json").read_text())
+    if not (Path(result["web_model"]) / "model.json").is_file():
+        tail = "\n".join(text.splitlines()[-25:])
+        raise ConverterError(f"the ultralytics export wrote no TF.js model.json:\n{tail}",
+                             "see the log above; the model was not installed")
+    ctx.log(f"ultralytics export {result['export_seconds']}s ({result['head']} head, "
+            f"{result['parameters']:,} parameters, {result['nc']} classes)")
+    return result
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
