@@ -49,18 +49,19 @@ def median(values):
 # as in the pages).
 BARE_MODEL_TIMES = """async ([modelId, backend, sourceId, n]) => {
   const rt = await import('/static/js/runtime.js');
+  const mf = await import('/static/js/manifest.js');
   const litert = await import('/static/js/litert.js');
   const {prepareInput} = await import('/static/js/geometry.js');
-  const manifest = await rt.fetchManifest(modelId);
+  const manifest = await mf.fetchManifest(modelId);
   await rt.useBackend(backend);
   const x = sourceId ? prepareInput(document.getElementById(sourceId), manifest.input).input
                      : tf.zeros(manifest.input.shape);
   let model;
   if (rt.isLiteRtBackend(backend)) {
-    const artifact = rt.tfliteArtifact(manifest);
+    const artifact = mf.tfliteArtifact(manifest);
     model = await litert.loadTflite(artifact.url, backend.replace('litert-', ''), null, artifact.bytes);
   } else {
-    model = await rt.loadModel(rt.graphUrl(manifest));
+    model = await rt.loadModel(mf.graphUrl(manifest));
     model.needsAsync = manifest.outputs.execute === 'executeAsync';
   }
   const once = async () => {

@@ -36,9 +36,10 @@ def base_url(models):
 # TF.js WASM backend) and the .tflite (LiteRT.js WASM): raw outputs, in the manifest's order.
 RAW_OUTPUTS = """async ([b64, modelId]) => {
   const rt = await import('/static/js/runtime.js');
+  const mf = await import('/static/js/manifest.js');
   const litert = await import('/static/js/litert.js');
   const {prepareInput} = await import('/static/js/geometry.js');
-  const manifest = await rt.fetchManifest(modelId);
+  const manifest = await mf.fetchManifest(modelId);
   await rt.useBackend('wasm');
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
   const bitmap = await createImageBitmap(new Blob([bytes]));
@@ -46,9 +47,9 @@ RAW_OUTPUTS = """async ([b64, modelId]) => {
   const tensors = manifest.outputs.tensors || [];
   const names = tensors.length ? tensors.map((t) => t.name) : undefined;
   const keyOf = Object.fromEntries(tensors.filter((t) => t.key).map((t) => [t.name, t.key]));
-  const graph = await rt.loadModel(rt.graphUrl(manifest));
+  const graph = await rt.loadModel(mf.graphUrl(manifest));
   if (manifest.outputs.execute === 'executeAsync') graph.needsAsync = true;
-  const artifact = rt.tfliteArtifact(manifest);
+  const artifact = mf.tfliteArtifact(manifest);
   const lite = await litert.loadTflite(artifact.url, 'wasm', null, artifact.bytes, keyOf);
   const asList = (x) => (Array.isArray(x) ? x : [x]);
   const a = asList(await rt.runModel(graph, prepared.input, names));

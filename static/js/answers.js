@@ -3,6 +3,7 @@
 // the source framework answered at build time (the manifest's answer_check). A backend that
 // is off is not picked, and is remembered as such for this build of the model.
 import {checkPattern, prepareInput} from './geometry.js';
+import {outputTensors} from './manifest.js';
 
 const tf = globalThis.tf;
 
@@ -58,7 +59,7 @@ export function partInput(spec) {
 
 // The roles a one-graph model answers with: its manifest tensors, by key (else name).
 export function graphRoles(manifest) {
-  return ((manifest.outputs || {}).tensors || []).map((t) => ({role: t.key || t.name, name: t.name}));
+  return outputTensors(manifest).map((t) => ({role: t.key || t.name, name: t.name}));
 }
 
 // The verdict on one answer {part: {role: TypedArray}}: {error, tolerance, ok}, or null when

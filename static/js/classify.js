@@ -2,9 +2,10 @@
 // the top-5 classes; the live camera -> top-5 bars updating, one frame in flight; your own
 // classes (Teach): the model's feature output matched against your examples
 // (custom-classes.js). Preprocessing follows the manifest; top-k by index, ties by index.
-import {probeBackends, pageData, runModel} from './runtime.js';
-import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
-import {LoadPanel, describeChoice, openForPage, setupBackendSelect, frameDone} from './session.js';
+import {pageData, runModel} from './runtime.js';
+import {SERVER, serverReady, inferOnServer} from './server-backend.js';
+import {PageSession} from './session.js';
+import {outputTensors} from './manifest.js';
 import {prepareInput} from './geometry.js';
 import {openCamera, stopStream, decodeImage, acceptFiles, onVideoFrames} from './inputs.js';
 import {ExamplesPanel} from './examples-panel.js';
@@ -14,9 +15,13 @@ const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 const TOP_K = 5;
 
-const state = {opened: null, probed: [], queue: Promise.resolve(), done: 0, serverModels: [],
-               live: null, liveBusy: false, liveFrames: 0};
-const panel = new LoadPanel();
+const state = {queue: Promise.resolve(), done: 0, live: null, liveBusy: false, liveFrames: 0};
+// Images wait in state.queue and run on the model through session.use(); a live frame marks itself busy.
+const session = new PageSession({
+  task: 'classify',
+  serverNote: ': each image is sent as it is, and not kept',
+  busy: () => state.liveBusy,
+});
 let yours = null;   // "Your classes" (made in main: the panel is there only with a model)
 
 // Indices of the k largest values; equal values keep index order (stable, no indexOf).
@@ -36,19 +41,18 @@ function softmax(logits) {
 // The manifest's outputs by role: the probabilities (the first, or keyed so) and the
 // pooled features (keyed 'features', where the build has them).
 function outputRoles(manifest) {
-  const tensors = manifest.outputs.tensors || [];
+  const tensors = outputTensors(manifest);
   const probabilities = Math.max(0, tensors.findIndex((t) => !t.key || t.key === 'probabilities'));
   return {names: tensors.map((t) => t.name), probabilities, features: tensors.findIndex((t) => t.key === 'features')};
 }
 
-function hasFeatures() {
-  return Boolean(state.opened) && state.opened.backend !== SERVER && outputRoles(state.opened.manifest).features >= 0;
+function hasFeatures(opened) {
+  return opened.backend !== SERVER && outputRoles(opened.manifest).features >= 0;
 }
 
 // One image -> the shared result schema {model, image, top, timing_ms} and the features
 // (Float32Array, or null when the build has no such output).
-async function classify(source) {
-  const {manifest, model} = state.opened;
+async function classify({manifest, model}, source) {
   const roles = outputRoles(manifest);
   const t0 = performance.now();
   const frame = prepareInput(source, manifest.input);
@@ -73,10 +77,10 @@ async function classify(source) {
 }
 
 // An image on any backend -> the result (the server's answer has no features).
-function classifyAny(source, file = null) {
-  return state.opened.backend === SERVER
-    ? inferOnServer('classify', state.opened.manifest.id, source, source.width, source.height, {top_k: TOP_K}, file)
-    : classify(source);
+function classifyAny(opened, source, file = null) {
+  return opened.backend === SERVER
+    ? inferOnServer('classify', opened.manifest.id, source, source.width, source.height, {top_k: TOP_K}, file)
+    : classify(opened, source);
 }
 
 function newCard(name) {
@@ -120,7 +124,7 @@ function customText(match) {
   return match ? `Yours: ${match.name} ${(match.confidence * 100).toFixed(0)}%` : '';
 }
 
-function fillCard(card, img, result, match) {
+function fillCard(card, img, result, match, backend) {
   img.alt = card.dataset.file;
   const list = document.createElement('ol');
   list.className = 'top5';
@@ -131,8 +135,8 @@ function fillCard(card, img, result, match) {
   card.dataset.custom = match ? match.name : '';
   const ms = document.createElement('p');
   ms.className = 'ms';
-  ms.textContent = `${result.timing_ms.model.toFixed(1)} ms model · ${result.image.width}×${result.image.height} px · ${state.opened.backend}`;
-  card.dataset.backend = state.opened.backend;
+  ms.textContent = `${result.timing_ms.model.toFixed(1)} ms model · ${result.image.width}×${result.image.height} px · ${backend}`;
+  card.dataset.backend = backend;
   card.querySelector('.body').replaceChildren(img, mine, list, ms);
   card.dataset.state = 'done';
   card.dataset.ms = result.timing_ms.model.toFixed(2);
@@ -157,9 +161,10 @@ function enqueue(name, getBitmap, preview, file = null) {
     try {
       bitmap = await getBitmap();
       const decodeMs = performance.now() - started;
-      const result = await classifyAny(bitmap, file);
+      const {result, backend} = await session.use(async (opened) => ({
+        result: await classifyAny(opened, bitmap, file), backend: opened.backend}));
       const match = result.features ? yours.match(result.features) : null;
-      fillCard(card, preview(bitmap), result, match);
+      fillCard(card, preview(bitmap), result, match, backend);
       card.dataset.decodeMs = decodeMs.toFixed(2);
       card.dataset.totalMs = (performance.now() - started).toFixed(2);
     } catch (err) {
@@ -205,31 +210,31 @@ function addFiles(files) {
 
 // ---- the live camera: one frame in flight, top-5 and your classes updating ----
 
-async function liveFrame(video) {
+async function liveFrame(video, opened) {
   const started = performance.now();
   let result;
-  if (state.opened.backend === SERVER) {
+  if (opened.backend === SERVER) {
     const bitmap = await createImageBitmap(video);
     try {
-      result = await classifyAny(bitmap);
+      result = await classifyAny(opened, bitmap);
     } finally {
       bitmap.close();
     }
   } else {
-    result = await classify(video);
+    result = await classify(opened, video);
   }
   const [match] = await yours.update(result.features ? [result.features] : []);
   state.liveFrames += 1;
   const list = $('live-top5');
   fillTop5(list, result.top);
   list.dataset.frames = String(state.liveFrames);
-  list.dataset.backend = state.opened.backend;
+  list.dataset.backend = opened.backend;
   const mine = $('live-custom');
   mine.dataset.custom = match ? match.name : '';
   mine.dataset.confidence = match ? match.confidence.toFixed(2) : '';
   mine.textContent = yours.set.classes.length && !result.features
     ? 'Your classes need a browser backend and a model with a feature output.' : customText(match);
-  $('live-ms').textContent = `${(performance.now() - started).toFixed(0)} ms a frame · ${state.opened.backend}`;
+  $('live-ms').textContent = `${(performance.now() - started).toFixed(0)} ms a frame · ${opened.backend}`;
 }
 
 async function startLive() {
@@ -246,9 +251,10 @@ async function startLive() {
   $('live-button').setAttribute('aria-pressed', 'true');
   $('live-button').textContent = 'Stop live';
   state.live = onVideoFrames(video, () => {
-    if (state.liveBusy || !state.opened || (state.opened.backend === SERVER && !serverReady())) return;
+    const opened = session.opened;
+    if (state.liveBusy || !opened || (opened.backend === SERVER && !serverReady())) return;
     state.liveBusy = true;
-    liveFrame(video)
+    liveFrame(video, opened)
       .catch((err) => { $('live-ms').textContent = `Failed: ${err.message}`; })
       .finally(() => { state.liveBusy = false; });
   });
@@ -265,18 +271,18 @@ function stopLive() {
 
 // Your classes from images: each image's features, as examples of the class named.
 async function teachFromFiles(files) {
-  if (!hasFeatures()) {
-    yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0).', 'error');
-    return;
-  }
   const name = $('custom-name').value;
   const vectors = [];
-  state.queue = state.queue.then(async () => {
+  state.queue = state.queue.then(() => session.use(async (opened) => {
+    if (!hasFeatures(opened)) {
+      yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0).', 'error');
+      return;
+    }
     for (const file of files) {
       let bitmap;
       try {
         bitmap = await decodeImage(file);
-        vectors.push((await classify(bitmap)).features);
+        vectors.push((await classify(opened, bitmap)).features);
       } catch (err) {
         yours.say(`${file.name}: ${err.message}`, 'error');
       } finally {
@@ -284,7 +290,7 @@ async function teachFromFiles(files) {
       }
     }
     await yours.addVectors(name, vectors);
-  });
+  })).catch((err) => yours.say(err.message, 'error'));
   return state.queue;
 }
 
@@ -301,28 +307,13 @@ async function snapshot() {
   enqueue(`camera ${new Date().toLocaleTimeString()}`, () => createImageBitmap(video), bitmapPreview);
 }
 
-async function openSelectedModel() {
-  const opened = state.opened;
-  state.opened = null;   // no new live frame starts on the old model,
-  await frameDone(() => state.liveBusy);
-  if (opened && opened.model) opened.model.dispose();
-  const {opened: next, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
-                                               state.serverModels, panel);
-  state.opened = next;
-  panel.status(next.backend === SERVER
-    ? `${next.manifest.title} on the server: each image is sent as it is, and not kept.${why}`
-    : describeChoice(next), 'ready');
-}
-
 async function main() {
   if (!(pageData().models || []).length) return;
-  [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('classify')]);
-  setupBackendSelect($('backend-select'), state.probed, state.serverModels);
   yours = new ExamplesPanel($, {
     sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live),
     stillHint: 'Start the live camera to record, or add images of the class.',
   });
-  await Promise.all([openSelectedModel(), yours.load()]);
+  await Promise.all([session.start(), yours.load()]);
   $('image-files').addEventListener('change', (e) => {
     addFiles(Array.from(e.target.files));
     e.target.value = '';
@@ -336,18 +327,11 @@ async function main() {
   });
   acceptFiles($('custom-panel'), teachFromFiles, {paste: false});
   $('clear-button').addEventListener('click', clearCards);
-  // Queued behind the images in flight; a failed open is reported and the queue goes on.
-  const reopen = () => {
-    state.queue = state.queue.then(openSelectedModel)
-      .catch((err) => panel.status(`Could not load: ${err.message}`, 'error'));
-  };
-  $('model-select').addEventListener('change', reopen);
-  $('backend-select').addEventListener('change', reopen);
   window.addEventListener('pagehide', stopLive);
   if (new URLSearchParams(location.search).get('live') === '1') startLive();
 }
 
 main().catch((err) => {
-  panel.status(`Could not start: ${err.message}`, 'error');
+  session.panel.status(`Could not start: ${err.message}`, 'error');
   console.error(err);
 });

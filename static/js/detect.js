@@ -1,42 +1,35 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
 // and a results list; optionally tracks with IDs and a counting line (TrackingPanel). One
 // frame in flight (FrameSource); every tensor disposed.
-import {probeBackends, urlOverride, pageData, runModel} from './runtime.js';
-import {LoadPanel, describeChoice, openForPage, setupBackendSelect, frameDone, serialOpener} from './session.js';
+import {urlOverride, pageData, runModel} from './runtime.js';
+import {PageSession} from './session.js';
+import {outputNames} from './manifest.js';
 import {prepareInput} from './geometry.js';
-import {decode, outputNames} from './detector.js';
+import {decode} from './detector.js';
 import {drawFrame, drawBoxes} from './draw.js';
 import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
 import {TrackingPanel, download} from './tracking-panel.js';
 import {CanvasRecorder} from './recorder.js';
-import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
+import {serverReady, inferOnServer} from './server-backend.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 
 const state = {
-  opened: null,        // {manifest, model, backend, ...}; model is null on the server backend
-  probed: [],
-  serverModels: [],    // ids the server API can run
   frames: 0,
   offered: false,      // the "server is faster" offer was shown
 };
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
-const panel = new LoadPanel();
 const view = $('view');
 const ctx = view && view.getContext('2d');   // absent when no model is installed
 
-function onServer() {
-  return state.opened && state.opened.backend === SERVER;
-}
-
 const frames = new FrameSource({
   video: $('video'),
-  process: (frame, how) => (onServer() ? detectOnServer(frame, how) : detectInBrowser(frame, how))
+  process: (frame, how) => (session.onServer ? detectOnServer(frame, how) : detectInBrowser(frame, how))
     .then(() => maybeOfferServer()),
-  ready: () => state.opened && (!onServer() || serverReady()),
+  ready: () => session.opened && (!session.onServer || serverReady()),
   onMessage: showMessage,
   onLoop: () => {
     hud.reset();
@@ -54,6 +47,18 @@ function showFileProgress(done, total, fps) {
   $('file-progress-text').textContent = done < total ? `frame ${done} of ${total} (${fps} fps file)`
     : `all ${total} frames processed (${fps} fps file)`;
 }
+
+const session = new PageSession({
+  task: 'detect',
+  serverNote: ' (frames go as JPEG, one at a time)',
+  busy: () => frames.busy,
+  stop: () => frames.stopLoop(),
+  opened: ({manifest}) => {
+    fillClassFilter(manifest.labels);
+    applyNmsDefaults(manifest);
+  },
+  restart: () => frames.restart(),
+});
 
 const rerunImage = () => frames.kind === 'image' && frames.runImage();
 if (view && urlOverride('track') === '1') $('track-toggle').checked = true;
@@ -119,7 +124,7 @@ function show(frame, result, mirrored, timing, t0) {
 
 // One frame through the whole pipeline in the browser; returns the shared result schema.
 async function detectInBrowser(frame, {mirrored}) {
-  const {manifest, model} = state.opened;
+  const {manifest, model} = session.opened;
   const t0 = performance.now();
   const prepared = prepareInput(frame.canvas, manifest.input);
   const t1 = performance.now();
@@ -150,7 +155,7 @@ async function detectOnServer(frame, {mirrored, file}) {
   // The server applies the class filter by the same rule as detector.js (before NMS).
   const params = {score: opts.score, iou: opts.iou, max_det: opts.maxDet};
   if (opts.classes.size) params.classes = Array.from(opts.classes).join(',');
-  const result = await inferOnServer('detect', state.opened.manifest.id, frame.canvas, frame.width, frame.height,
+  const result = await inferOnServer('detect', session.opened.manifest.id, frame.canvas, frame.width, frame.height,
                                      params, file);
   return show(frame, result, mirrored, {preprocess: 0, model: performance.now() - t0, postprocess: 0}, t0);
 }
@@ -159,12 +164,13 @@ async function detectOnServer(frame, {mirrored, file}) {
 // would be faster, offer it (once).
 async function maybeOfferServer() {
   // Only a live source has a frame rate worth comparing.
-  if (state.offered || onServer() || frames.kind === 'image' || state.frames < 10 || hud.fps == null) return;
-  if (!state.serverModels.includes(state.opened.manifest.id)) return;
+  if (state.offered || session.onServer || frames.kind === 'image' || state.frames < 10 || hud.fps == null) return;
+  const modelId = session.opened.manifest.id;
+  if (!session.serverIds.includes(modelId)) return;
   state.offered = true;
   try {
     const started = performance.now();
-    await inferOnServer('detect', state.opened.manifest.id, frames.canvas, frames.canvas.width, frames.canvas.height);
+    await inferOnServer('detect', modelId, frames.canvas, frames.canvas.width, frames.canvas.height);
     const serverFps = 1000 / (performance.now() - started);
     if (serverFps > hud.fps * 1.2) {
       showMessage(`The server runs this model at about ${serverFps.toFixed(1)} FPS here, ` +
@@ -189,20 +195,6 @@ function applyNmsDefaults(manifest) {
     $('iou-value').textContent = inGraph ? `${nms.iou} (in model)` : String(nms.iou);
   }
   $('score').min = inGraph && nms.score != null ? nms.score : 0.05;
-}
-
-async function openSelectedModel() {
-  frames.stopLoop();
-  await frameDone(() => frames.busy);
-  if (state.opened && state.opened.model) state.opened.model.dispose();
-  state.opened = null;
-  const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed,
-                                         state.serverModels, panel);
-  state.opened = opened;
-  panel.status(onServer() ? `${opened.manifest.title} on the server (frames go as JPEG, one at a time).${why}`
-    : describeChoice(opened), 'ready');
-  fillClassFilter(state.opened.manifest.labels);
-  applyNmsDefaults(state.opened.manifest);
 }
 
 function downloadSnapshot() {
@@ -232,9 +224,7 @@ async function toggleRecording() {
 
 async function main() {
   if (!(pageData().models || []).length) return;
-  [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('detect')]);
-  setupBackendSelect($('backend-select'), state.probed, state.serverModels);
-  await openSelectedModel();
+  await session.start();
 
   frames.wire($, (kind) => {
     if (!kind) return;
@@ -261,9 +251,6 @@ async function main() {
   }
   $('max-det').addEventListener('change', rerunImage);
   $('class-filter').addEventListener('change', rerunImage);
-  const reopen = serialOpener(panel, openSelectedModel, () => frames.restart());
-  $('model-select').addEventListener('change', reopen);
-  $('backend-select').addEventListener('change', reopen);
 
   // A live demo starts live: open the camera unless the page was asked not to.
   if (urlOverride('camera') !== '0') {
@@ -272,6 +259,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  panel.status(`Could not start: ${err.message}`, 'error');
+  session.panel.status(`Could not start: ${err.message}`, 'error');
   console.error(err);
 });

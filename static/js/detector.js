@@ -9,15 +9,12 @@
 // "yolo-raw" it is dropped before NMS, so it neither suppresses a wanted box nor takes a
 // maxDet place; the in-graph NMS of "nms" has already run, so there its rows are skipped
 // before the cut.
+import {outputIndex} from './manifest.js';
+
 const tf = globalThis.tf;
 
-export function outputNames(manifest) {
-  return (manifest.outputs.tensors || []).map((t) => t.name);
-}
-
 function tensorByKey(manifest, outputs, key) {
-  const i = manifest.outputs.tensors.findIndex((t) => (t.key || t.name) === key);
-  return outputs[i];
+  return outputs[outputIndex(manifest, key)];
 }
 
 function toSourceBox(box, transform, width, height) {

@@ -8,9 +8,9 @@
 // files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
 // mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
-import {probeBackends, urlOverride, pageData, isLiteRtBackend} from './runtime.js';
-import {SERVER, serverModels, serverReady, inferOnServer} from './server-backend.js';
-import {LoadPanel, describeChoice, openForPage, setupBackendSelect, frameDone, serialOpener} from './session.js';
+import {urlOverride, pageData, isLiteRtBackend} from './runtime.js';
+import {serverReady, inferOnServer} from './server-backend.js';
+import {PageSession} from './session.js';
 import {drawFrame, drawHand, drawEmoji} from './draw.js';
 import {Hud} from './hud.js';
 import {FrameSource} from './sources.js';
@@ -27,35 +27,44 @@ const COLORS = {Left: '#ff8c1a', Right: '#1f9bff'};
 const SWAP = {Left: 'Right', Right: 'Left'};
 
 const state = {
-  opened: null,        // {manifest, model (a HandPipeline, or the library's detector; null on the server), backend, ...}
-  probed: [],
   runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',
   frames: 0,
-  serverModels: [],    // handpose model ids the server API can run
 };
 
 const hud = new Hud($('hud'), ['grab', 'estimate', 'gesture', 'draw']);
-const panel = new LoadPanel();
 const tracker = new GestureTracker({frames: 3});
 const view = $('view');
 const ctx = view ? view.getContext('2d') : null;
 
 let yours = null;   // "Your gestures" (made in main: the panel is there only with a model)
 
-function onServer() {
-  return state.opened && state.opened.backend === SERVER;
-}
-
 const frames = new FrameSource({
   video: $('video'),
   process: (frame, how) => processFrame(frame, how),
-  ready: () => state.opened && (!onServer() || serverReady()),
+  ready: () => session.opened && (!session.onServer || serverReady()),
   onMessage: showMessage,
   onLoop: () => {
     hud.reset();
     tracker.reset();
-    if (state.opened && state.opened.model && state.opened.model.reset) state.opened.model.reset();
+    if (session.opened && session.opened.model && session.opened.model.reset) session.opened.model.reset();
   },
+});
+
+// The model (session.opened.model): a HandPipeline, or the library's detector on MediaPipe's
+// runtime (which has no server twin and no answer check); null on the server.
+const session = new PageSession({
+  task: 'handpose',
+  server: state.runtime === 'tfjs',
+  serverNote: ' (frames go as JPEG, one at a time)',
+  busy: () => frames.busy,
+  stop: () => {
+    frames.stopLoop();
+    tracker.reset();
+  },
+  options: openOptions,
+  opened: (opened, {variant, maxHands}) => Object.assign(opened, {variant, maxHands}),
+  restart: () => frames.restart(),
+  label: (opened, {variant}) => `${state.runtime === 'mediapipe' ? 'MediaPipe runtime (WASM + WebGL), ' : ''}${variant} · `,
 });
 
 function showMessage(text) {
@@ -117,32 +126,20 @@ async function warmMediaPipe(detector) {
   return performance.now() - started;
 }
 
-async function openSelectedModel() {
-  frames.stopLoop();
-  await frameDone(() => frames.busy);
-  if (state.opened && state.opened.model) state.opened.model.dispose();
-  state.opened = null;
-  tracker.reset();
+// The model parts of the chosen variant, on either runtime (session.js opens them).
+function openOptions() {
   const s = settings();
-  // MediaPipe's own runtime (the benchmark's peer) has no server twin and no answer check.
-  const serverIds = state.runtime === 'tfjs' ? state.serverModels : [];
   const parts = [`detector_${s.variant}`, `landmark_${s.variant}`];
-  panel.panel.dataset.variant = s.variant;
-  panel.panel.dataset.runtime = state.runtime;
-  const {opened, why} = await openForPage($('model-select').value, $('backend-select'), state.probed, serverIds, panel, {
+  Object.assign(session.panel.panel.dataset, {variant: s.variant, runtime: state.runtime});
+  return {
     parts: state.runtime === 'mediapipe' ? null : parts,
     create: (graphs, manifest, backend) => createDetector(graphs, manifest, backend, {...s, parts}),
     answer: state.runtime === 'mediapipe' ? null : (pipeline) => pipeline.answer(),
     warm: warmMediaPipe,
     key: `${$('model-select').value}.${state.runtime}.${s.variant}`,
-  });
-  state.opened = {...opened, variant: s.variant, maxHands: s.maxHands};
-  if (onServer()) {
-    panel.status(`${s.variant} · on the server (frames go as JPEG, one at a time).${why}`, 'ready');
-    return;
-  }
-  const what = state.runtime === 'mediapipe' ? 'MediaPipe runtime (WASM + WebGL), ' : '';
-  panel.status(`${what}${s.variant} · ${describeChoice(state.opened)}`, 'ready');
+    variant: s.variant,
+    maxHands: s.maxHands,
+  };
 }
 
 // ---- one frame ----
@@ -218,13 +215,13 @@ function renderResults(result) {
 
 // A grabbed frame -> the shared result schema {model, image, hands: [...], timing_ms}.
 async function processFrame(frame, {mirrored, live, file, source}) {
-  const {manifest, model: detector, variant} = state.opened;
+  const {manifest, model: detector, variant} = session.opened;
   const {width, height} = frame;
   const t1 = performance.now();
   const t0 = t1 - frame.grabMs;
   let found;
   let serverGestures = null;   // a still image on the server: its gesture verdicts as they are
-  if (onServer()) {
+  if (session.onServer) {
     const s = settings();
     const answer = await inferOnServer('hands', manifest.id, frame.canvas, width, height,
                                        {variant, max_det: s.maxHands, detect_score: s.score}, file);
@@ -269,8 +266,6 @@ async function processFrame(frame, {mirrored, live, file, source}) {
 async function main() {
   const models = pageData().models || [];
   if (!models.length) return;
-  [state.probed, state.serverModels] = await Promise.all([probeBackends(), serverModels('handpose')]);
-  setupBackendSelect($('backend-select'), state.probed, state.runtime === 'tfjs' ? state.serverModels : []);
   const variant = urlOverride('variant');
   if (variant === 'full' || variant === 'lite') $('variant-select').value = variant;
   const score = Number(urlOverride('score'));
@@ -285,7 +280,7 @@ async function main() {
     isLive: () => frames.kind === 'camera' || frames.kind === 'video',
     onChange: () => { if (frames.kind === 'image') frames.runImage(); },
   });
-  await Promise.all([openSelectedModel(), yours.load()]);
+  await Promise.all([session.start($('variant-select'), $('max-hands')), yours.load()]);
 
   frames.wire($, (kind) => {
     if (!kind) return;
@@ -296,14 +291,12 @@ async function main() {
     $('score-value').textContent = $('score').value;
     if (frames.kind === 'image') frames.runImage();
   });
-  const reopen = serialOpener(panel, openSelectedModel, () => frames.restart());
-  for (const id of ['model-select', 'backend-select', 'variant-select', 'max-hands']) $(id).addEventListener('change', reopen);
 
   // A live demo starts live: open the camera unless the page was asked not to.
   if (urlOverride('camera') !== '0') $('camera-button').click();
 }
 
 main().catch((err) => {
-  panel.status(`Could not start: ${err.message}`, 'error');
+  session.panel.status(`Could not start: ${err.message}`, 'error');
   console.error(err);
 });

@@ -217,33 +217,3 @@ export class NoRightBackend extends Error {
 export function urlOverride(name) {
   return new URLSearchParams(location.search).get(name);
 }
-
-// ---- A loaded model: manifest + graph on the current backend ----
-
-export async function fetchManifest(modelId) {
-  let response;
-  try {
-    response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
-  } catch (err) {
-    // Offline, the service worker answers only for models used before (templates/sw.js).
-    if (navigator.onLine === false) {
-      throw new Error(`${modelId} is not in this browser's offline copy: open this page once while online`);
-    }
-    throw err;
-  }
-  if (!response.ok) throw new Error(`manifest of ${modelId}: HTTP ${response.status}`);
-  return response.json();
-}
-
-export function graphUrl(manifest, part = 'model') {
-  const path = manifest.tfjs[part] || Object.values(manifest.tfjs)[0];
-  return `/models/${encodeURIComponent(manifest.id)}/${path}`;
-}
-
-// The .tflite of a model part for LiteRT.js: {url, bytes}, or null for a model built
-// before manifests listed it (LiteRT is then not offered for it).
-export function tfliteArtifact(manifest, part = 'model') {
-  const artifact = (manifest.litert || {})[part];
-  return artifact ? {url: `/models/${encodeURIComponent(manifest.id)}/${artifact.path}`, bytes: artifact.bytes || 0}
-    : null;
-}

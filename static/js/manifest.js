@@ -1,0 +1,66 @@
+// An installed model's manifest.json, read one way by every page (the server's reader is
+// modelcontract/manifest.py; the schema is modelcontract/manifest.schema.json): where its
+// files are, their sizes, and what its outputs are called.
+
+export async function fetchManifest(modelId) {
+  let response;
+  try {
+    response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
+  } catch (err) {
+    // Offline, the service worker answers only for models used before (templates/sw.js).
+    if (navigator.onLine === false) {
+      throw new Error(`${modelId} is not in this browser's offline copy: open this page once while online`);
+    }
+    throw err;
+  }
+  if (!response.ok) throw new Error(`manifest of ${modelId}: HTTP ${response.status}`);
+  return response.json();
+}
+
+function fileUrl(manifest, path) {
+  return `/models/${encodeURIComponent(manifest.id)}/${path}`;
+}
+
+// The TF.js graph of a model part (its model.json).
+export function graphUrl(manifest, part = 'model') {
+  return fileUrl(manifest, manifest.tfjs[part] || Object.values(manifest.tfjs)[0]);
+}
+
+// The .tflite of a model part for LiteRT.js: {url, bytes}, or null for a model built
+// before manifests listed it (LiteRT is then not offered for it).
+export function tfliteArtifact(manifest, part = 'model') {
+  const artifact = (manifest.litert || {})[part];
+  return artifact ? {url: fileUrl(manifest, artifact.path), bytes: artifact.bytes || 0} : null;
+}
+
+// Bytes a browser downloads for a part on a TF.js (graph + shards) or LiteRT backend
+// (its .tflite): the weights of a progress bar; 1 when the manifest doesn't say.
+export function partBytes(manifest, part, litert) {
+  const bytes = litert ? (tfliteArtifact(manifest, part) || {}).bytes : (manifest.tfjs_bytes || {})[part];
+  return bytes || 1;
+}
+
+// The graph has dynamic ops (in-graph NMS): it runs with executeAsync. The converter knows.
+export function needsAsync(manifest) {
+  return (manifest.outputs || {}).execute === 'executeAsync';
+}
+
+// The outputs in the manifest's order: [{name, key?, model?, ...}] (name: the TF.js tensor;
+// key: the role, which is also the .tflite signature's key).
+export function outputTensors(manifest) {
+  return (manifest.outputs || {}).tensors || [];
+}
+
+export function outputNames(manifest) {
+  return outputTensors(manifest).map((t) => t.name);
+}
+
+// Position of the output whose role (key, else name) is `role`; -1 when there is none.
+export function outputIndex(manifest, role) {
+  return outputTensors(manifest).findIndex((t) => (t.key || t.name) === role);
+}
+
+// TF.js output names -> the .tflite signature's keys.
+export function outputKeys(manifest) {
+  return Object.fromEntries(outputTensors(manifest).filter((t) => t.key).map((t) => [t.name, t.key]));
+}
