@@ -10,7 +10,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers import launch, live_server  # noqa: E402
+from tests.support.browser import launch  # noqa: E402
+from tests.support.servers import live_server  # noqa: E402
 
 
 def parse_args(description: str, backends=("wasm", "webgl", "cpu"), seconds: float | None = None) -> argparse.Namespace:

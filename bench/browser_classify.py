@@ -13,7 +13,8 @@ from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, ser
 
 import numpy as np
 
-from tests.helpers import drop_files, photo_bytes
+from tests.support.browser import drop_files
+from tests.support.photos import photo_bytes
 
 
 def main() -> None:

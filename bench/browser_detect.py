@@ -21,7 +21,9 @@ from pathlib import Path
 from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
 
 from converters.sources import load_photo
-from tests.helpers import fake_camera_flags, letterbox_rgb, write_y4m
+from tests.support.browser import fake_camera_flags
+from tests.support.clips import write_y4m
+from tests.support.photos import letterbox_rgb
 
 FRAME_TIMES = """async (n) => {
   const list = document.getElementById('results');

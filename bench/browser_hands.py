@@ -28,7 +28,9 @@ from pathlib import Path
 
 from _browser import ROOT, median, server_and_browser
 
-from tests.helpers import fake_camera_flags, letterbox_rgb, write_y4m
+from tests.support.browser import fake_camera_flags
+from tests.support.clips import write_y4m
+from tests.support.photos import letterbox_rgb
 
 STAGES = ("grab", "estimate", "gesture", "draw")
 

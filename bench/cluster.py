@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
-from tests.helpers import Gunicorn, photo_bytes, proc_stat  # noqa: E402
+from tests.support.photos import photo_bytes  # noqa: E402
+from tests.support.servers import Gunicorn, proc_stat  # noqa: E402
 
 SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
 JPEG = {"Content-Type": "image/jpeg"}

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 from _browser import ROOT, median, native_litert_ms
 
-from tests.helpers import launch, live_server
+from tests.support.browser import launch
+from tests.support.servers import live_server
 
 PAGE_MS = """async ([b64, shape, n]) => {
   const litert = await import('/static/js/litert.js');

@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from modelcontract.boxes import box_iou  # noqa: E402
-from tests.helpers import Gunicorn, photo_bytes  # noqa: E402
+from tests.support.photos import photo_bytes  # noqa: E402
+from tests.support.servers import Gunicorn  # noqa: E402
 
 
 JPEG = {"Content-Type": "image/jpeg"}

@@ -1,6 +1,6 @@
 """Shared fixtures. Converted models are built once per test session into a temp folder
 (``built_model``) so the user's ./models is never touched by tests. Shared functions are in
-tests/helpers.py."""
+tests/support/ (one module per concern)."""
 from __future__ import annotations
 
 import os
@@ -13,7 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.helpers import YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, photo_rgb, write_y4m  # noqa: E402
+from tests.support.browser import fake_camera_flags, launch  # noqa: E402
+from tests.support.clips import write_y4m  # noqa: E402
+from tests.support.paths import YOLOV5N_WEIGHTS  # noqa: E402
+from tests.support.photos import letterbox_rgb, photo_rgb  # noqa: E402
 
 
 @pytest.fixture(scope="session")

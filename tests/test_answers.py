@@ -14,7 +14,9 @@ import pytest
 from converters import tflite
 from modelcontract import answers
 from modelcontract.geometry import check_pattern
-from tests.helpers import JS, TFJS_PRELUDE, YOLOV5N_WEIGHTS, js_url, read_manifest, run_node
+from tests.support.models import read_manifest
+from tests.support.node import TFJS_PRELUDE, js_url, run_node
+from tests.support.paths import JS, YOLOV5N_WEIGHTS
 
 SIZES = [(640, 640), (320, 320), (224, 224), (192, 192), (480, 640), (7, 5), (1, 1)]
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from server import create_app
-from tests.helpers import encode, photo_bytes
+from tests.support.photos import encode, photo_bytes
 
 EXAMPLES = int(os.environ.get("DATARAILROAD_FUZZ_EXAMPLES", 80))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,

@@ -16,8 +16,9 @@ from modelcontract.boxes import box_iou
 from modelcontract.decode import top_classes
 from modelcontract.geometry import prepare
 from server import create_app
-from tests.helpers import (HAND_GESTURES, decoded, detector_js_decode, encode, need, photo_bytes, png_bomb,
-                           read_manifest)
+from tests.support.models import need, read_manifest
+from tests.support.node import detector_js_decode
+from tests.support.photos import HAND_GESTURES, decoded, encode, photo_bytes, png_bomb
 
 PHOTOS = ("bus.jpg", "zidane.jpg")
 
@@ -567,7 +568,7 @@ def test_classify_custom_bad_file_is_a_400(client, api_models, bad):
 
 
 def test_classify_custom_on_a_model_without_features_is_a_400(api_models, tmp_path):
-    from tests.helpers import edit_manifest, install_copy
+    from tests.support.models import edit_manifest, install_copy
 
     folder = install_copy(need(api_models, "efficientnet-lite0"), tmp_path, "old-lite0")
     edit_manifest(folder, lambda m: m["server"].pop("features"))

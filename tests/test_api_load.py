@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ARTIFACTS, Gunicorn, multipart, photo_bytes, proc_stat
+from tests.support.paths import ARTIFACTS
+from tests.support.photos import photo_bytes
+from tests.support.servers import Gunicorn, multipart, proc_stat
 
 SECONDS = float(os.environ.get("DATARAILROAD_LOAD_SECONDS", 20))
 WARMUP_SECONDS = float(os.environ.get("DATARAILROAD_LOAD_WARMUP", 5))

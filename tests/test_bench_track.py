@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from bench import track as bench_track
-from tests.helpers import YOLOV5N_WEIGHTS
+from tests.support.paths import YOLOV5N_WEIGHTS
 
 pytestmark = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
 

@@ -10,7 +10,10 @@ import pytest
 from converters.sources import photo_path
 from modelcontract.scores import top_k
 from tests import reference
-from tests.helpers import CHROMIUM, drop_files, open_page, open_ready, photo_rgb, read_manifest, screenshot, serving
+from tests.support.browser import CHROMIUM, drop_files, open_page, open_ready, screenshot
+from tests.support.models import read_manifest
+from tests.support.photos import photo_rgb
+from tests.support.servers import serving
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 

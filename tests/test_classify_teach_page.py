@@ -15,7 +15,10 @@ import pytest
 
 from converters.sources import photo_path
 from server import create_app
-from tests.helpers import CHROMIUM, letterbox_rgb, photo_rgb, screenshot, serving, write_y4m
+from tests.support.browser import CHROMIUM, screenshot
+from tests.support.clips import write_y4m
+from tests.support.photos import letterbox_rgb, photo_rgb
+from tests.support.servers import serving
 from tests.teach_steps import open_on_profile, record, yours
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")

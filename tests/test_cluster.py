@@ -18,7 +18,8 @@ pytest.importorskip("ray.serve")
 requests = pytest.importorskip("requests")
 
 from server import create_app  # noqa: E402
-from tests.helpers import need, photo_bytes, png_bomb  # noqa: E402
+from tests.support.models import need  # noqa: E402
+from tests.support.photos import photo_bytes, png_bomb  # noqa: E402
 
 HTTP_PORT, RAY_PORT, NODE_PORTS = 8431, 6392, 10400
 UPLOAD_LIMIT = 2 * 1024 * 1024  # both apps: a smaller limit keeps the 413 case light

@@ -13,7 +13,10 @@ from modelcontract.geometry import Transform, prepare, resize_bilinear
 from modelcontract.gesture import GESTURES, classify_gesture, hand_features
 from server import create_app
 from tests.hand_poses import FROM_PALM
-from tests.helpers import JS, decoded, detector_js_decode, encode, js_url, need, photo_bytes, run_node
+from tests.support.models import need
+from tests.support.node import detector_js_decode, js_url, run_node
+from tests.support.paths import JS
+from tests.support.photos import decoded, encode, photo_bytes
 
 
 def synthetic_yolo_head(seed: int = 3, anchors: int = 900, nc: int = 80) -> np.ndarray:

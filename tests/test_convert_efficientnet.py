@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from modelcontract.scores import top_k
-from tests.helpers import assert_clean_error, assert_speed_measured, converter_cli
-from tests.helpers import read_manifest as manifest
+from tests.support.converter_cli import assert_clean_error, converter_cli
+from tests.support.models import assert_speed_measured
+from tests.support.models import read_manifest as manifest
 
 BUS_CLASSES = {"minibus", "school bus", "trolleybus", "passenger car", "tram"}
 SUIT_CLASSES = {"suit", "Windsor tie", "bow tie", "bolo tie"}

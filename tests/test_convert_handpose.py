@@ -14,7 +14,8 @@ from converters import handpose, parity
 from converters.handpose import graphs, landmarks, library, palm
 from converters.__main__ import main as cli
 from converters.errors import ConverterError
-from tests.helpers import ROOT, photo_rgb
+from tests.support.paths import ROOT
+from tests.support.photos import photo_rgb
 
 LIBRARY = ROOT / "node_modules" / "@tensorflow-models" / "hand-pose-detection" / "dist"
 MODELS = ("detector_full", "detector_lite", "landmark_full", "landmark_lite")

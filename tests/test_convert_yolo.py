@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from modelcontract.decode import NMS_KEYS
-from tests.helpers import YOLOV5N_WEIGHTS, assert_clean_error, assert_speed_measured, converter_cli
-from tests.helpers import read_manifest as manifest
+from tests.support.converter_cli import assert_clean_error, converter_cli
+from tests.support.models import assert_speed_measured
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.models import read_manifest as manifest
 
 PERSON, BUS = 0, 5
 

@@ -13,9 +13,11 @@ import pytest
 from modelcontract import custom_gestures as cg
 from modelcontract.custom_gestures import GESTURE_SETS as SETS
 from modelcontract.example_sets import ExampleFileError
-from tests import helpers
+from tests.support import node
 from tests.hand_poses import FROM_PALM, mirror, rotate
-from tests.helpers import JS, js_url, mediapipe_hands
+from tests.support.node import js_url
+from tests.support.paths import JS
+from tests.support.photos import mediapipe_hands
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -44,7 +46,7 @@ process.stdin.on('end', () => {
 
 
 def run_node(hands=(), queries=(), gesture_set=None, files=(), adds=()) -> dict:
-    return helpers.run_node(RUNNER, {"hands": list(hands), "queries": list(queries), "files": list(files),
+    return node.run_node(RUNNER, {"hands": list(hands), "queries": list(queries), "files": list(files),
                                      "set": gesture_set or SETS.validate(gesture_file([])),
                                      "adds": list(adds)}, timeout=60)
 
@@ -209,7 +211,7 @@ def test_your_classes_match_alike_in_both_twins():
              json.dumps({"format": CLASS_SETS.format, "version": 1,
                          "classes": [{"name": f"k{i}", "examples": [[0.5] * 1280]} for i in range(11)]}),
              json.dumps(gesture_set)]
-    js = helpers.run_node(CLASSES_RUNNER, {"queries": queries, "set": gesture_set, "files": files}, timeout=60)
+    js = node.run_node(CLASSES_RUNNER, {"queries": queries, "set": gesture_set, "files": files}, timeout=60)
     for i, (q, got) in enumerate(zip(queries, js["matches"])):
         ours = CLASS_SETS.match(q, gesture_set)
         assert ours["name"] == got["name"] == f"c{i % 3}" and ours["votes"] == got["votes"]

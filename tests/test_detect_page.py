@@ -10,8 +10,11 @@ import pytest
 from modelcontract.boxes import box_iou
 from converters.sources import photo_path
 from tests import reference
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, launch, open_page, open_ready, page_detections, photo_rgb,
-                           read_y4m_rgb, screenshot, serving, wait_frames)
+from tests.support.browser import CHROMIUM, launch, open_page, open_ready, page_detections, screenshot, wait_frames
+from tests.support.clips import read_y4m_rgb
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import photo_rgb
+from tests.support.servers import serving
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),

@@ -12,7 +12,8 @@ import pytest
 
 from modelcontract.decode import DetectOptions, decode_nms, decode_raw
 from modelcontract.geometry import Transform
-from tests.helpers import JS, detector_js_decode, js_url, run_node
+from tests.support.node import detector_js_decode, js_url, run_node
+from tests.support.paths import JS
 
 TRANSFORM = (0.75, 0.75, 0.0, 80.0)
 WIDTH, HEIGHT = 853, 640

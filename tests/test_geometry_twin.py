@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from modelcontract.geometry import prepare
-from tests.helpers import JS, TFJS_PRELUDE, js_url, run_node
+from tests.support.node import TFJS_PRELUDE, js_url, run_node
+from tests.support.paths import JS
 
 RUNNER = TFJS_PRELUDE + """
 const {prepareInput} = await import(%s);

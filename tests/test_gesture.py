@@ -10,9 +10,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from tests import helpers
+from tests.support import node
 from tests.hand_poses import FROM_PALM, index_angle, mirror, point_index, rotate, thumb_angle, tuck_thumb
-from tests.helpers import HAND_GESTURES, JS, js_url, mediapipe_hands
+from tests.support.node import js_url
+from tests.support.paths import JS
+from tests.support.photos import HAND_GESTURES, mediapipe_hands
 
 GESTURE_JS = JS / "gesture.js"
 OPPOSITE = {"thumbs_up": "thumbs_down", "thumbs_down": "thumbs_up"}
@@ -48,7 +50,7 @@ process.stdin.on('end', () => {
 
 
 def run_node(cases: list[dict], sequences: list[dict] = (), tracked: list[dict] = ()) -> dict:
-    return helpers.run_node(RUNNER, {"cases": cases, "sequences": list(sequences), "tracked": list(tracked)},
+    return node.run_node(RUNNER, {"cases": cases, "sequences": list(sequences), "tracked": list(tracked)},
                             timeout=60)
 
 

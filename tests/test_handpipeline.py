@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers import JS, js_url, run_node
+from tests.support.node import js_url, run_node
+from tests.support.paths import JS
 
 RUNNER = """
 import * as hp from %s;

@@ -13,7 +13,10 @@ import os
 import pytest
 
 from server import create_app
-from tests.helpers import CHROMIUM, letterbox_rgb, photo_file, photo_rgb, screenshot, serving, wait_frames, write_y4m
+from tests.support.browser import CHROMIUM, screenshot, wait_frames
+from tests.support.clips import write_y4m
+from tests.support.photos import letterbox_rgb, photo_file, photo_rgb
+from tests.support.servers import serving
 from tests.teach_steps import READY, open_on_profile, record, yours
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")

@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from modelcontract.hands import SWAP
-from tests.helpers import (CHROMIUM, HAND_GESTURES, RECORD_FRAMES, drop_files, fake_camera_flags, launch,
-                           letterbox_rgb, mediapipe_hands, mediapipe_on, open_page, photo_file, photo_rgb,
-                           read_y4m_rgb, recorded_figures, screenshot, serving, wait_frames, write_y4m)
+from tests.support.browser import (CHROMIUM, RECORD_FRAMES, drop_files, fake_camera_flags, launch, open_page,
+                                   recorded_figures, screenshot, wait_frames)
+from tests.support.clips import read_y4m_rgb, write_y4m
+from tests.support.photos import HAND_GESTURES, letterbox_rgb, mediapipe_hands, mediapipe_on, photo_file, photo_rgb
+from tests.support.servers import serving
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 

@@ -27,8 +27,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from converters.sources import load_photo
 from server import certs
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, Gunicorn, fake_camera_flags, launch, letterbox_rgb, open_page,
-                           screenshot, wait_frames, write_y4m)
+from tests.support.browser import CHROMIUM, fake_camera_flags, launch, open_page, screenshot, wait_frames
+from tests.support.clips import write_y4m
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import letterbox_rgb
+from tests.support.servers import Gunicorn
 
 HTTPS_PORT, HTTP_PORT = 8450, 8451
 IDLE = 3.0

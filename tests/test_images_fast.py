@@ -10,7 +10,7 @@ import pytest
 from PIL import Image, ImageOps
 
 from server import images
-from tests.helpers import encode, photo_bytes
+from tests.support.photos import encode, photo_bytes
 
 
 def pillow_rgb(data: bytes) -> np.ndarray:

@@ -11,8 +11,9 @@ import pytest
 
 from modelcontract.boxes import box_iou
 from converters.sources import photo_path
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, open_page, open_ready, page_detections, screenshot, serving,
-                           wait_frames)
+from tests.support.browser import CHROMIUM, open_page, open_ready, page_detections, screenshot, wait_frames
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.servers import serving
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),

@@ -18,7 +18,8 @@ from server import create_app, manifests
 from server.inference import registry
 from tests.fixtures import fake_family
 from tests.fixtures.manifests import minimal
-from tests.helpers import edit_manifest, install_copy, photo_bytes
+from tests.support.models import edit_manifest, install_copy
+from tests.support.photos import photo_bytes
 
 JPEG = {"Content-Type": "image/jpeg"}
 

@@ -20,7 +20,7 @@ import pytest
 from PIL import Image
 
 from server import images
-from tests.helpers import ROOT
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
 

@@ -12,8 +12,12 @@ import pytest
 
 from server import cards
 from tests import reference
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, live_server, open_page, open_ready, page_detections, photo_bytes,
-                           photo_rgb, read_manifest, read_y4m_rgb, screenshot, wait_frames)
+from tests.support.browser import CHROMIUM, open_page, open_ready, page_detections, screenshot, wait_frames
+from tests.support.clips import read_y4m_rgb
+from tests.support.models import read_manifest
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import photo_bytes, photo_rgb
+from tests.support.servers import live_server
 
 needs_weights = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")
 needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")

@@ -11,7 +11,8 @@ import pytest
 from converters import manifest as manifest_io
 from converters import pipeline
 from server import create_app, manifests
-from tests.helpers import edit_manifest, install_copy, photo_bytes, truncate
+from tests.support.models import edit_manifest, install_copy, truncate
+from tests.support.photos import photo_bytes
 from tests.fixtures.manifests import minimal
 
 JPEG = {"Content-Type": "image/jpeg"}

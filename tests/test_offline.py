@@ -19,8 +19,10 @@ import time
 import pytest
 from werkzeug.serving import make_server
 
-from tests.helpers import (CHROMIUM, FLAGS, YOLOV5N_WEIGHTS, fake_camera_flags, launch, letterbox_rgb, open_page,
-                           photo_file, photo_rgb, screenshot, wait_frames, write_y4m)
+from tests.support.browser import CHROMIUM, FLAGS, fake_camera_flags, launch, open_page, screenshot, wait_frames
+from tests.support.clips import write_y4m
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import letterbox_rgb, photo_file, photo_rgb
 
 browser_only = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 needs_yolov5n = pytest.mark.skipif(not YOLOV5N_WEIGHTS.is_file(), reason="shared yolov5n.pt is absent")

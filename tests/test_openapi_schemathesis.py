@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import live_server
+from tests.support.servers import live_server
 
 MAX_EXAMPLES = 40
 SEED = 11

@@ -9,7 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.helpers import CHROMIUM, open_page, screenshot, serving
+from tests.support.browser import CHROMIUM, open_page, screenshot
+from tests.support.servers import serving
 from tests.fixtures.manifests import minimal
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")

@@ -87,7 +87,7 @@ def test_opencv_fast_resize_matches_the_exact_one():
         image = rng.integers(0, 256, (in_h, in_w, 3), dtype=np.uint8)
         worst = max(worst, float(np.abs(resize_fast(image, out_h, out_w) - resize_bilinear(image, out_h, out_w)).max()))
     assert worst < 0.02  # on 0..255: < 1e-4 after the usual / 255
-    from tests.helpers import decoded, photo_bytes
+    from tests.support.photos import decoded, photo_bytes
 
     for name in ("bus.jpg", "zidane.jpg"):
         image = decoded(photo_bytes(name))

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from server import create_app
-from tests.helpers import Gunicorn, need, photo_bytes
+from tests.support.models import need
+from tests.support.photos import photo_bytes
+from tests.support.servers import Gunicorn
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / ".venv-serve"

@@ -20,7 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.helpers import Gunicorn, edit_manifest, install_copy, multipart, photo_bytes, png_bomb, truncate
+from tests.support.models import edit_manifest, install_copy, truncate
+from tests.support.photos import photo_bytes, png_bomb
+from tests.support.servers import Gunicorn, multipart
 
 IDLE = 3.0
 STALLED = 64

@@ -20,7 +20,8 @@ import pytest
 from modelcontract import limits
 from modelcontract import track as tracking
 from server import create_app, video
-from tests.helpers import YOLOV5N_WEIGHTS, encode, photo_rgb
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import encode, photo_rgb
 from tests.track_scenes import ping_pong_clip
 
 LOOP = 60  # frames of one walk there and back: fast enough to be short, slow enough to track

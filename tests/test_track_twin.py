@@ -9,7 +9,8 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from modelcontract import track
-from tests.helpers import JS, js_url, run_node
+from tests.support.node import js_url, run_node
+from tests.support.paths import JS
 from tests.track_scenes import scene
 
 RUNNER = """

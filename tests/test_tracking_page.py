@@ -13,8 +13,11 @@ import os
 
 import pytest
 
-from tests.helpers import (CHROMIUM, YOLOV5N_WEIGHTS, fake_camera_flags, launch, open_ready, photo_rgb, screenshot,
-                           serving, wait_frames, write_webm, write_y4m)
+from tests.support.browser import CHROMIUM, fake_camera_flags, launch, open_ready, screenshot, wait_frames
+from tests.support.clips import write_webm, write_y4m
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import photo_rgb
+from tests.support.servers import serving
 from tests.track_scenes import ping_pong_clip
 
 pytestmark = [

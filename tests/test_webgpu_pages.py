@@ -15,8 +15,11 @@ import pytest
 
 from converters.sources import photo_path
 from modelcontract.boxes import box_iou
-from tests.helpers import (CHROMIUM, HAND_GESTURES, RECORD_FRAMES, YOLOV5N_WEIGHTS, open_page, open_ready,
-                           page_detections, photo_file, recorded_figures, screenshot, serving, wait_frames)
+from tests.support.browser import (CHROMIUM, RECORD_FRAMES, open_page, open_ready, page_detections, recorded_figures,
+                                   screenshot, wait_frames)
+from tests.support.paths import YOLOV5N_WEIGHTS
+from tests.support.photos import HAND_GESTURES, photo_file
+from tests.support.servers import serving
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed"),
