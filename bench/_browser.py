@@ -10,18 +10,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._results import add_out_option  # noqa: E402
 from tests.support.browser import launch  # noqa: E402
 from tests.support.servers import live_server  # noqa: E402
 
 
-def parse_args(description: str, backends=("wasm", "webgl", "cpu"), seconds: float | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=description)
+def parse_args(name: str, description: str, backends=("wasm", "webgl", "cpu"),
+               seconds: float | None = None) -> argparse.Namespace:
+    """The browser benches' options; --out defaults to bench/results/<name>.json."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=Path, default=ROOT / "models", help="models folder (default ./models)")
     parser.add_argument("--backends", nargs="+", default=list(backends))
     parser.add_argument("--frames", type=int, default=20, help="frames measured per backend")
     parser.add_argument("--threads", type=int, default=2, help="native LiteRT threads (the browser's limit here)")
     if seconds is not None:
         parser.add_argument("--seconds", type=float, default=seconds, help="live window per backend")
+    add_out_option(parser, name)
     return parser.parse_args()
 
 

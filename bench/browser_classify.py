@@ -6,6 +6,7 @@ model, top-k, card). Prints full/bare per backend (target on litert-wasm <= 1.3)
 vs LiteRT.js WASM side by side, and the same .tflite in native LiteRT at --threads.
 
     .venv/bin/python bench/browser_classify.py [--models DIR] [--backends wasm litert-wasm webgl] [--frames 10]
+                                               [--out bench/results/browser_classify.json]
 """
 from __future__ import annotations
 
@@ -13,13 +14,15 @@ from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, ser
 
 import numpy as np
 
+from bench._results import write_results
 from tests.support.browser import drop_files
 from tests.support.photos import photo_bytes
 
 
 def main() -> None:
-    args = parse_args(__doc__, backends=("wasm", "litert-wasm"))
+    args = parse_args("browser_classify", __doc__, backends=("wasm", "litert-wasm"))
     bus = photo_bytes("bus.jpg")
+    rows = {}
     with server_and_browser(args.models) as (url, browser):
         print(f"{'model':22s} {'backend':12s} {'bare ms':>8s} {'per image ms':>13s} {'ratio':>7s}")
         page = browser.new_page()
@@ -45,18 +48,25 @@ def main() -> None:
                 page.wait_for_function("n => +document.getElementById('cards').dataset.done >= n",
                                        arg=args.frames + 1, timeout=600_000)
                 stages = page.eval_on_selector_all(".result-card[data-total-ms]", "cs => cs.slice(0, -1).map(c => [+c.dataset.decodeMs, +c.dataset.preprocessMs, +c.dataset.ms, +c.dataset.totalMs])")
-                print("  decode, preprocess, model, total ms:", [round(median([s[i] for s in stages]), 1) for i in range(4)])
+                stage_ms = [round(median([s[i] for s in stages]), 1) for i in range(4)]
+                print("  decode, preprocess, model, total ms:", stage_ms)
                 full = median(page.eval_on_selector_all(
                     ".result-card[data-total-ms]", "cs => cs.slice(0, -1).map(c => +c.dataset.totalMs)"))
                 bare = median(page.evaluate(BARE_MODEL_TIMES, [model_id, backend, None, args.frames]))
                 page.close()
                 print(f"{model_id:22s} {backend:12s} {bare:8.1f} {full:13.1f} {full / bare:7.3f}")
                 per_image[backend] = full
+                rows.setdefault(model_id, {})[backend] = {
+                    "bare_ms": bare, "per_image_ms": full, "per_image_over_bare": full / bare,
+                    "stages_ms": dict(zip(("decode", "preprocess", "model", "total"), stage_ms))}
             x = np.zeros(manifest["input"]["shape"], np.float32)
             native = native_litert_ms(args.models / model_id / manifest["server"]["model"], x, args.threads, args.frames)
             print(f"{model_id:22s} {'native':12s} {native:8.1f}   (LiteRT, {args.threads} threads)")
+            rows[model_id]["native_litert_ms"] = native
             if "wasm" in per_image and "litert-wasm" in per_image:
                 print(f"  per image wasm / litert-wasm: {per_image['wasm'] / per_image['litert-wasm']:.2f}x")
+                rows[model_id]["per_image_wasm_over_litert_wasm"] = per_image["wasm"] / per_image["litert-wasm"]
+    write_results("browser_classify", args, {"models": rows}, chromium=True)
 
 
 if __name__ == "__main__":

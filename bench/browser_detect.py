@@ -11,6 +11,7 @@ Prints, for the default backends (TF.js WASM and LiteRT.js WASM):
 
     .venv/bin/python bench/browser_detect.py [--models DIR] [--backends wasm litert-wasm webgl]
                                              [--frames 20] [--seconds 20] [--threads 2]
+                                             [--out bench/results/browser_detect.json]
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
 
+from bench._results import write_results
 from converters.sources import load_photo
 from tests.support.browser import fake_camera_flags
 from tests.support.clips import write_y4m
@@ -82,7 +84,7 @@ def measure(browser, url, model_id, backend, args) -> dict:
 
 
 def main() -> None:
-    args = parse_args(__doc__, backends=("wasm", "litert-wasm"), seconds=20)
+    args = parse_args("browser_detect", __doc__, backends=("wasm", "litert-wasm"), seconds=20)
     model_id = "yolov5n"
     small_id = "yolov5n-320"  # the same weights at 320 px (converters yolov5n --imgsz 320)
     has_small = (args.models / small_id / "manifest.json").is_file()
@@ -108,16 +110,29 @@ def main() -> None:
     x, _ = prepare(photo, manifest["input"])
     native = native_litert_ms(args.models / model_id / manifest["server"]["model"], x, args.threads, args.frames)
     print(f"{'native LiteRT':12s} {'':9s} {native:8.1f}   ({args.threads} threads, ai-edge-litert)")
+    ratios = {}
     if "wasm" in results and "litert-wasm" in results:
-        print(f"live FPS litert-wasm / wasm: {results['litert-wasm']['fps'] / results['wasm']['fps']:.2f}x (target >= 1.8)")
+        ratios["live_fps_litert_wasm_over_wasm"] = results["litert-wasm"]["fps"] / results["wasm"]["fps"]
+        print(f"live FPS litert-wasm / wasm: {ratios['live_fps_litert_wasm_over_wasm']:.2f}x (target >= 1.8)")
     if "litert-wasm" in results:
-        print(f"bare model litert-wasm / native LiteRT: {results['litert-wasm']['bare'] / native:.2f}x (target <= 3)")
+        ratios["bare_litert_wasm_over_native"] = results["litert-wasm"]["bare"] / native
+        print(f"bare model litert-wasm / native LiteRT: {ratios['bare_litert_wasm_over_native']:.2f}x (target <= 3)")
     if not has_small:
         print(f"({small_id} is not installed in {args.models}: build it with "
               f".venv/bin/python -m converters yolov5n --imgsz 320 ... for the 320 vs 640 ratio)")
     for backend, fps in small_fps.items():
         print(f"live FPS {small_id} / {model_id} on {backend}: {fps:.2f} / {results[backend]['fps']:.2f} = "
               f"{fps / results[backend]['fps']:.2f}x (expect about 3x)")
+        ratios[f"live_fps_320_over_640_{backend}"] = fps / results[backend]["fps"]
+    write_results("browser_detect", args, {
+        "model": model_id,
+        "backends": {b: {"live_fps": r["fps"], "bare_ms": r["bare"], "pipeline_ms": r["pipeline"],
+                         "pipeline_over_bare": r["pipeline"] / r["bare"], "first_result_ms": r["first"]}
+                     for b, r in results.items()},
+        "native_litert_ms": native,
+        "small_model": {"model": small_id, "live_fps": small_fps} if has_small else None,
+        "ratios": ratios}, chromium=True)
+
 
 if __name__ == "__main__":
     main()

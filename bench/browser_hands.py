@@ -16,6 +16,7 @@ ratios (target: >= 1.6x) and tfjs / mediapipe ratios. The mediapipe runtime need
 (other load on the machine then hits both alike).
 
     .venv/bin/python bench/browser_hands.py [--models DIR] [--backends wasm litert-wasm] [--frames 40] [--no-peer]
+                                            [--out bench/results/browser_hands.json]
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from _browser import ROOT, median, server_and_browser
 
+from bench._results import add_out_option, write_results
 from tests.support.browser import fake_camera_flags
 from tests.support.clips import write_y4m
 from tests.support.photos import letterbox_rgb
@@ -91,6 +93,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--peer-frames", type=int, default=6)
     parser.add_argument("--peer-seconds", type=float, default=60)
     parser.add_argument("--no-peer", action="store_true", help="skip the mediapipe runtime")
+    add_out_option(parser, "browser_hands")
     return parser.parse_args()
 
 
@@ -201,9 +204,11 @@ def main() -> None:
                     results[("mediapipe", "webgl", variant)] = row
                     print_row(("mediapipe", "webgl", variant), row)
     print()
+    ratios: dict = {}
     for variant in args.variants:
         tfjs, lite = results.get(("page", "wasm", variant)), results.get(("page", "litert-wasm", variant))
         if tfjs and lite:
+            ratios[f"{variant}_fps_litert_wasm_over_wasm"] = lite["fps"] / tfjs["fps"]
             print(f"{variant}: litert-wasm {lite['fps']:.2f} FPS vs TF.js wasm {tfjs['fps']:.2f} FPS -> "
                   f"{lite['fps'] / tfjs['fps']:.2f}x the FPS (target >= 1.6x); estimate {lite['estimate']:.0f} vs "
                   f"{tfjs['estimate']:.0f} ms")
@@ -218,9 +223,15 @@ def main() -> None:
             continue
         best = max(ours, key=lambda b: ours[b]["fps"])
         r = ours[best]
+        ratios[f"{variant}_fps_page_{best}_over_mediapipe"] = r["fps"] / peer["fps"]
         print(f"{variant}: page on {best} {r['fps']:.2f} FPS vs mediapipe runtime {peer['fps']:.2f} FPS -> "
               f"{r['fps'] / peer['fps']:.1f}x the FPS; estimate {r['estimate']:.0f} vs {peer['estimate']:.0f} ms "
               f"-> {peer['estimate'] / r['estimate']:.1f}x faster")
+    write_results("browser_hands", args, {
+        "camera": photo, "model": args.model_id,
+        "runs": [{"runtime": runtime, "backend": backend, "variant": variant, **row}
+                 for (runtime, backend, variant), row in results.items()],
+        "native_litert_ms": native, "ratios": ratios}, chromium=True)
 
 
 def print_row(key, row):

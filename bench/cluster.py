@@ -17,6 +17,7 @@ processes; gunicorn's workers), which other load on the machine does not change 
 changes req/s.
 
 usage: .venv/bin/python bench/cluster.py [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
+       [--out bench/results/cluster.json]
 Ports: HTTP 8433 (Serve) and 8434 (gunicorn), Ray 6394-6395 and 10600-10799.
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._results import add_out_option, write_results  # noqa: E402
 from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
 from tests.support.photos import photo_bytes  # noqa: E402
 from tests.support.servers import Gunicorn, proc_stat  # noqa: E402
@@ -190,7 +192,9 @@ def main() -> None:
     parser.add_argument("--soak", type=float, default=60, help="seconds of the 16-client load; 0 skips it")
     parser.add_argument("--ray-env", action="append", default=[], metavar="NAME=VALUE",
                         help="more environment for the Ray nodes (Ray system settings: RAY_...)")
+    add_out_option(parser, "cluster")
     args = parser.parse_args()
+    report: dict = {}
     models = Path(args.models).resolve()
     if not (models / "yolov5n" / "manifest.json").is_file():
         sys.exit(f"no yolov5n in {models}: `make models` (or --models DIR)")
@@ -223,6 +227,10 @@ def main() -> None:
             q = statistics.quantiles(samples[port], n=10)
             print(f"   {name:<10} {statistics.median(samples[port]):7.1f} / {q[-1]:7.1f}")
         print(f"   Serve / gunicorn: {s / g:.2f}x the median latency ({s - g:+.1f} ms)")
+        report["latency_ms"] = {name: {"median": statistics.median(samples[port]),
+                                       "p90": statistics.quantiles(samples[port], n=10)[-1]}
+                                for name, port in (("gunicorn", GUNICORN_PORT), ("serve", SERVE_PORT))}
+        report["ratios"] = {"serve_over_gunicorn_latency": s / g}
         gunicorn_rate, _, gunicorn_cpu = measured_load(GUNICORN_PORT, args.seconds, bus,
                                                        lambda: group_pids(gunicorn.proc.pid), lambda pid: "gunicorn")
         gunicorn.stop()
@@ -243,6 +251,13 @@ def main() -> None:
             print(f"   {label:<12} {statistics.mean(rates):6.2f}   {['%.2f' % r for r in rates]}   "
                   f"{cpu_line(batching_cpu[label])}")
         print(f"   batch / none: {statistics.mean(batching['batch 4']) / statistics.mean(batching['no batching']):.2f}x")
+        report["throughput_rps"] = {"gunicorn": gunicorn_rate, **replicas, **batching}
+        report["cpu_ms_per_request"] = {"gunicorn": dict(gunicorn_cpu), **{k: dict(v) for k, v in replicas_cpu.items()},
+                                        **{k: dict(v) for k, v in batching_cpu.items()}}
+        report["ratios"]["2_replicas_over_1"] = (statistics.mean(replicas["2 replicas"])
+                                                 / statistics.mean(replicas["1 replica"]))
+        report["ratios"]["batch_over_none"] = (statistics.mean(batching["batch 4"])
+                                               / statistics.mean(batching["no batching"]))
 
         # 4. soak
         if args.soak > 0:
@@ -275,6 +290,10 @@ def main() -> None:
                 last = next(s[name] for _, s in reversed(samples) if name in s)
                 mid = next(s[name] for t, s in samples if name in s and t >= args.soak / 2)
                 print(f"   {name:<22} {row}   (start -> end {last - first:+.0f} MB, second half {last - mid:+.0f} MB)")
+            report["soak"] = {"seconds": args.soak, "clients": 16, "rps": rate,
+                              "statuses": {str(k): n for k, n in statuses.items()}, "errors": errors,
+                              "rss_mb": [{"t": t, **rss} for t, rss in samples]}
+        write_results("cluster", args, report)
     finally:
         gunicorn.stop()
         down(RAY_PORT)

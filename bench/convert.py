@@ -6,6 +6,7 @@ size are the same as with real weights, only the numbers inside differ.
 
     .venv/bin/python bench/convert.py [--models yolov5n efficientnet-lite0 ...]
                                       [--quantize none float16 uint8] [--yolov5n-weights PATH]
+                                      [--out bench/results/convert.json]
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._results import add_out_option, write_results  # noqa: E402
 from converters import FAMILIES, QUANTIZATIONS, manifest, pipeline  # noqa: E402
 from converters.errors import ConverterError  # noqa: E402
 
@@ -49,7 +51,9 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=list(FAMILIES))
     parser.add_argument("--quantize", nargs="+", default=list(QUANTIZATIONS), choices=QUANTIZATIONS)
     parser.add_argument("--yolov5n-weights", type=Path, default=SHARED_YOLOV5N)
+    add_out_option(parser, "convert")
     args = parser.parse_args()
+    rows = []
     print(f"{'model':20s} {'quant':8s} {'weights':8s} {'seconds':>8s} {'TF.js MB':>9s} {'server MB':>10s} {'vs fp32':>8s}")
     with tempfile.TemporaryDirectory(prefix="bench-convert-") as out:
         for name in args.models:
@@ -62,6 +66,7 @@ def main() -> None:
                         folder = pipeline.convert(name, weights=weights, out=Path(out), quantize=quantize)
                 except ConverterError as exc:
                     print(f"{name:20s} {quantize:8s} {kind:8s}  not built: {exc.message}")
+                    rows.append({"model": name, "quantize": quantize, "weights": kind, "not_built": exc.message})
                     continue
                 seconds = time.perf_counter() - started
                 tfjs, server = sizes(folder)
@@ -70,6 +75,10 @@ def main() -> None:
                 ratio = f"{tfjs / fp32_size:8.2f}" if fp32_size else f"{'':8s}"
                 print(f"{name:20s} {quantize:8s} {kind:8s} {seconds:8.1f} {tfjs / 2**20:9.2f} "
                       f"{server / 2**20:10.2f} {ratio}", flush=True)
+                rows.append({"model": name, "quantize": quantize, "weights": kind, "seconds": round(seconds, 1),
+                             "tfjs_mb": round(tfjs / 2**20, 2), "server_mb": round(server / 2**20, 2),
+                             "tfjs_vs_fp32": round(tfjs / fp32_size, 3) if fp32_size else None})
+    write_results("convert", args, {"conversions": rows})
 
 
 if __name__ == "__main__":

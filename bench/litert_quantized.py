@@ -9,6 +9,7 @@ same input for all), native LiteRT ms at --threads, and the accuracy cost agains
 bus.jpg and zidane.jpg (detections kept, worst IoU and score change of the matched ones).
 
     .venv/bin/python bench/litert_quantized.py [--weights ../shared/models/yolov5n.pt] [--runs 10]
+                                               [--out bench/results/litert_quantized.json]
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from _browser import ROOT, median, native_litert_ms
 
+from bench._results import add_out_option, write_results
 from tests.support.browser import launch
 from tests.support.servers import live_server
 
@@ -64,10 +66,11 @@ def detections(tflite_path: Path, x: np.ndarray) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--weights", type=Path, default=ROOT.parent / "shared" / "models" / "yolov5n.pt")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
+    add_out_option(parser, "litert_quantized")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -106,6 +109,12 @@ def main() -> None:
     for variant, r in rows.items():
         print(f"{variant:9s} {r['mb']:6.2f} {r['web']:13.1f} {rows['fp32']['web'] / r['web']:7.2f}x {r['native']:10.1f} "
               f"{r['kept']:>5d}/{r['ref']:<5d} {r['iou']:8.4f} {r['score']:13.4f}")
+    write_results("litert_quantized", args, {
+        "litert_js": rows["fp32"]["note"], "native_threads": args.threads,
+        "variants": {v: {"mb": r["mb"], "litert_js_wasm_ms": r["web"], "fp32_over_this": rows["fp32"]["web"] / r["web"],
+                         "native_litert_ms": r["native"], "detections_kept": r["kept"], "detections_fp32": r["ref"],
+                         "min_iou_vs_fp32": r["iou"], "max_score_change_vs_fp32": r["score"]}
+                     for v, r in rows.items()}}, chromium=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@
    threads and the same LiteRT threads either way.
 
 usage: .venv/bin/python bench/server.py [--weights ../shared/models/yolov5n.pt] [--runs 30]
-       [--threads 2] [--seconds 15] [--clients 8] [--models DIR]
+       [--threads 2] [--seconds 15] [--clients 8] [--models DIR] [--out bench/results/server.json]
 The yolov5n model folder is taken from --models (default ./models) or built there.
 """
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench._results import add_out_option, write_results  # noqa: E402
 from modelcontract.boxes import box_iou  # noqa: E402
 from tests.support.photos import photo_bytes  # noqa: E402
 from tests.support.servers import Gunicorn  # noqa: E402
@@ -159,7 +160,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for LiteRT and for PyTorch")
     parser.add_argument("--seconds", type=float, default=15, help="per throughput measurement")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients for throughput")
+    add_out_option(parser, "server")
     args = parser.parse_args()
+    report: dict = {"load_average_at_start": round(os.getloadavg()[0], 2)}
 
     from converters import pipeline
 
@@ -196,6 +199,10 @@ def main() -> int:
                 box_iou([g["box"]], [r["box"]])[0, 0] >= 0.9 for g, r in zip(got, reference))
             a, t = statistics.median(api_ms), statistics.median(torch_ms)
             ratios.append(t / a)
+            report.setdefault("latency", {})[name] = {
+                "api_ms": a, "api_p90_ms": sorted(api_ms)[int(0.9 * len(api_ms))], "pytorch_ms": t,
+                "pytorch_p90_ms": sorted(torch_ms)[int(0.9 * len(torch_ms))], "pytorch_over_api": t / a,
+                "same_detections": bool(same), "boxes": len(got)}
             print(f"{name:<12}{a:>12.1f} (p90 {sorted(api_ms)[int(0.9 * len(api_ms))]:.0f})"
                   f"{t:>9.1f} (p90 {sorted(torch_ms)[int(0.9 * len(torch_ms))]:.0f})"
                   f"{t / a:>7.2f}x  {'yes' if same else 'NO'} ({len(got)} boxes)")
@@ -212,6 +219,9 @@ def main() -> int:
     model_ratio = statistics.median(torch_stages["model"]) / statistics.median(api_stages["model"])
     print(f"API vs PyTorch: {ratio:.2f}x faster end to end (median latency ratio, mean over images; "
           f"target >= 1.5x: {'met' if ratio >= 1.5 else 'NOT met'}); model alone: LiteRT {model_ratio:.2f}x faster")
+    report["stages_ms"] = {"api": {k: statistics.median(v) for k, v in api_stages.items()},
+                           "pytorch": {k: statistics.median(v) for k, v in torch_stages.items()}}
+    report["ratios"] = {"api_faster_than_pytorch": ratio, "litert_model_faster_than_pytorch_model": model_ratio}
 
     print(f"\n2. throughput of /api/v1/detect (bus.jpg), {args.clients} clients, {args.seconds:.0f} s each, "
           f"{args.threads} CPU threads in total")
@@ -228,6 +238,8 @@ def main() -> int:
         print(f"  {workers} worker(s) x {max(1, args.threads // workers)} LiteRT thread(s): {r['rps']:.2f} req/s "
               f"({r['requests']} requests, {r['errors']} errors)")
     print(f"  2 workers vs 1: {results[2]['rps'] / max(results[1]['rps'], 1e-9):.2f}x")
+    report["throughput"] = {f"{w}_workers": r for w, r in results.items()}
+    report["ratios"]["2_workers_over_1"] = results[2]["rps"] / max(results[1]["rps"], 1e-9)
 
     print(f"\n3. dynamic batching, {args.clients} clients, {args.seconds:.0f} s each, 1 worker x "
           f"{args.threads} LiteRT thread(s)")
@@ -250,7 +262,10 @@ def main() -> int:
         print(f"  {task:<9} without {rps['without']['rps']:.2f} req/s, with {rps['with']['rps']:.2f} req/s "
               f"({rps['with']['rps'] / max(rps['without']['rps'], 1e-9):.2f}x; errors {rps['without']['errors']}"
               f"/{rps['with']['errors']})")
+        report.setdefault("batching", {})[task] = {**rps, "with_over_without": rps["with"]["rps"] / max(
+            rps["without"]["rps"], 1e-9), "env": batching}
     print(f"load average {os.getloadavg()[0]:.2f} at end (other processes share these CPUs)")
+    write_results("server", args, report)
     return 0
 
 

@@ -26,9 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench._results import add_out_option, write_results  # noqa: E402
 from modelcontract.track import LineCounter, Tracker  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results"
 PERSON_CROP = (48, 399, 244, 902)   # a person in bus.jpg standing clear of the others
 
 
@@ -189,7 +189,7 @@ def main() -> None:
     parser.add_argument("--mot", type=Path, help="a MOTChallenge-layout sequence folder")
     parser.add_argument("--make-sequence", type=Path, help="write the synthetic sequence here and stop")
     parser.add_argument("--model", type=Path, default=ROOT / "models" / "yolov5n", help="an installed detector")
-    parser.add_argument("--out", type=Path, default=RESULTS / "track.json")
+    add_out_option(parser, "track")
     args = parser.parse_args()
     if args.make_sequence:
         print(make_sequence(args.make_sequence))
@@ -206,9 +206,9 @@ def main() -> None:
           f"(tracker/detector {m['tracker_ms_per_frame'] / m['detector_ms_per_frame']:.4f}), {m['fps']:.1f} FPS")
     print(f"tracker alone at {c['objects']} objects: JS {c['js_ms_per_frame']:.3f} ms/frame, "
           f"Python {c['python_ms_per_frame']:.3f} ms/frame")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    print(f"-> {args.out}")
+    result["ratios"] = {"tracker_over_detector": round(m["tracker_ms_per_frame"] / m["detector_ms_per_frame"], 4),
+                        "python_over_js_tracker": round(c["python_ms_per_frame"] / c["js_ms_per_frame"], 2)}
+    write_results("track", args, result)
 
 
 if __name__ == "__main__":
