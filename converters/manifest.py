@@ -1,30 +1,24 @@
-"""manifest.json: the one description of a built model that pages, API and index read.
-Its schema is modelcontract/manifest.schema.json; ``write`` refuses a manifest that breaks it."""
+"""Writing manifest.json: the one description of a built model that pages, API and index read.
+Reading it, and what it names (files, digests, server and LiteRT parts), is
+modelcontract/manifest.py, shared with the server; ``write`` refuses a manifest that breaks
+its schema (modelcontract/manifest.schema.json)."""
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 from modelcontract import manifest as contract
-from modelcontract.manifest import MANIFEST, SCHEMA_VERSION  # noqa: F401 - the converters' names
+# The names converters, their tests and benches import from here: the shared ones, not copies.
+from modelcontract.manifest import (  # noqa: F401
+    MANIFEST, SCHEMA_VERSION, file_digests, file_sizes, read, sha256_file)
 
 from .errors import ConverterError
 
 # Tools whose versions change the produced files; recorded beside every artifact.
 _TOOLS = ("tensorflow-cpu", "tensorflowjs", "tf_keras", "torch", "ultralytics", "onnx2tf",
           "onnx", "mediapipe", "ai-edge-litert", "numpy")
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def tool_versions() -> dict[str, str]:
@@ -35,33 +29,6 @@ def tool_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-def file_sizes(folder: Path) -> dict[str, int]:
-    """Relative path -> bytes for every file in a model folder (manifest excluded)."""
-    return {
-        p.relative_to(folder).as_posix(): p.stat().st_size
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
-    }
-
-
-def litert_artifacts(manifest: dict) -> dict:
-    """The .tflite files the browser can run with LiteRT.js (the server's very files):
-    part -> {"path": relative to the model folder, "bytes"}. Parts are "model" for a
-    one-graph model, else the server's keys (e.g. handpose's detector_full)."""
-    server = manifest.get("server") or {}
-    paths = dict(server.get("models") or {})
-    if server.get("model"):
-        paths["model"] = server["model"]
-    files = manifest.get("files") or {}
-    return {part: {"path": path, "bytes": files.get(path)} for part, path in paths.items() if path in files}
-
-
-def file_digests(folder: Path) -> dict[str, str]:
-    """Relative path -> sha256 for the same files as ``file_sizes``: the server checks each
-    model's files against both before it loads them (server/manifests.py verify_files)."""
-    return {name: sha256_file(Path(folder) / name) for name in file_sizes(folder)}
 
 
 def now_iso() -> str:
@@ -79,11 +46,3 @@ def write(folder: Path, manifest: dict) -> Path:
     path = Path(folder) / MANIFEST
     path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return path
-
-
-def read(folder: Path) -> dict | None:
-    path = Path(folder) / MANIFEST
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None

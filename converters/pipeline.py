@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from modelcontract import manifest as contract
+
 from . import FAMILIES, model_folder_name
 from . import manifest as manifest_io
 from . import stages
@@ -61,8 +63,17 @@ def options_of(weights: str | None, quantize: str, imgsz: int | None = None) -> 
     return options if imgsz is None else {**options, "imgsz": imgsz}
 
 
+def installed_manifest(folder: Path) -> dict | None:
+    """The valid manifest installed at ``folder``; None when there is none or it is not
+    valid (an unknown schema_version, a broken file): what is there gets rebuilt."""
+    try:
+        return contract.read(folder)
+    except (OSError, contract.InvalidManifest):
+        return None
+
+
 def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
-    current = manifest_io.read(target)
+    current = installed_manifest(target)
     return bool(current
                 and current.get("converter_version") == CONVERTER_VERSION
                 and current.get("source", {}).get("sha256") == source.sha256
@@ -96,7 +107,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
         built = mod.build(ctx)
         with ctx.step("write manifest"):
             manifest = {
-                "schema_version": manifest_io.SCHEMA_VERSION,
+                "schema_version": contract.SCHEMA_VERSION,
                 "converter_version": CONVERTER_VERSION,
                 "id": target.name,
                 "name": name,
@@ -106,12 +117,12 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
                 "source": source.describe(),
                 "options": options,
                 **built,
-                "files": manifest_io.file_sizes(workdir),
-                "files_sha256": manifest_io.file_digests(workdir),
+                "files": contract.file_sizes(workdir),
+                "files_sha256": contract.file_digests(workdir),  # what the server verifies
                 "tools": manifest_io.tool_versions(),
                 "created": manifest_io.now_iso(),
             }
-            manifest["litert"] = manifest_io.litert_artifacts(manifest)
+            manifest["litert"] = contract.litert_artifacts(manifest)
             manifest["steps"] = ctx.steps
             manifest_io.write(workdir, manifest)  # validated against the schema first
         previous = _install(workdir, target)
@@ -173,7 +184,7 @@ def is_installed(name: str, out: Path | None, quantize: str) -> bool:
     from modelcontract.paths import default_models_dir
 
     folder = Path(out) if out else default_models_dir()
-    current = manifest_io.read(folder / model_folder_name(name, quantize))
+    current = installed_manifest(folder / model_folder_name(name, quantize))
     return bool(current) and current.get("converter_version") == CONVERTER_VERSION
 
 

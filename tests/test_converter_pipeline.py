@@ -2,6 +2,7 @@
 (Install atomicity under a crash: tests/test_manifest_schema.py.)"""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,8 @@ import pytest
 
 import converters
 from converters import __main__ as cli
-from converters import manifest, pipeline
+from converters import pipeline
+from modelcontract import manifest
 from tests.fixtures import fake_family
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +52,19 @@ def test_unchanged_source_is_skipped_and_force_rebuilds(fake, tmp_path, capsys):
     assert manifest.read(tmp_path / "fake")["created"] == first["created"]
     pipeline.convert("fake", out=tmp_path, force=True)
     assert "installed" in capsys.readouterr().out
+
+
+def test_an_invalid_installed_manifest_is_rebuilt(fake, tmp_path, capsys):
+    """The up-to-date check reads with the one validated reader: a manifest that breaks the
+    schema (same source and options) is no reason to skip the build."""
+    target = pipeline.convert("fake", out=tmp_path)
+    edit = manifest.read(target)
+    edit["files"] = "broken"
+    (target / manifest.MANIFEST).write_text(json.dumps(edit))
+    assert pipeline.installed_manifest(target) is None
+    capsys.readouterr()
+    pipeline.convert("fake", out=tmp_path)
+    assert "installed" in capsys.readouterr().out and manifest.read(target)["files"] != "broken"
 
 
 def test_failed_build_keeps_previous_model(fake, tmp_path, monkeypatch):
