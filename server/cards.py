@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from modelcontract import manifest as contract
+
 from . import manifests
 
 # How the parity reference runtimes read in a sentence.
@@ -58,19 +60,14 @@ def licence_of(manifest: dict) -> dict:
     return {"name": "unknown", "url": None, "note": "not recorded by this build"}
 
 
-def _sum_files(manifest: dict, names) -> int:
-    files = manifest.get("files") or {}
-    return sum(int(files.get(name) or 0) for name in names)
-
-
 def sizes_of(manifest: dict) -> dict:
     """Bytes a browser downloads (the TF.js graphs, or the .tflite files on LiteRT.js) and
     the .tflite files the server loads."""
     litert = manifest.get("litert") or {}
     litert_paths = [part.get("path") for part in litert.values() if isinstance(part, dict)]
-    return {"browser": {"tfjs_bytes": manifests.browser_bytes(manifest),
-                        "tflite_bytes": _sum_files(manifest, litert_paths)},
-            "server": {"tflite_bytes": _sum_files(manifest, manifests.server_artifacts(manifest))}}
+    return {"browser": {"tfjs_bytes": contract.browser_bytes(manifest),
+                        "tflite_bytes": contract.files_bytes(manifest, litert_paths)},
+            "server": {"tflite_bytes": contract.files_bytes(manifest, contract.server_artifacts(manifest))}}
 
 
 def _server_parity_text(server: dict) -> str | None:

@@ -13,17 +13,17 @@ A manifest that is not JSON, has an unknown schema_version or breaks the schema
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import threading
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from flask import current_app
 
 from modelcontract import manifest as contract
-from modelcontract.manifest import MANIFEST
+# What pages, assets and the runners use from the shared manifest view, by their names here.
+from modelcontract.manifest import MANIFEST, model_path, server_artifacts  # noqa: F401
 
 EXTENSION = "datarailroad.manifests"
 
@@ -169,13 +169,6 @@ def broken_summary(model: Model) -> dict:
     return {"id": model.id, "task": None, "status": "broken", "error": model.error}
 
 
-def browser_bytes(manifest: dict) -> int:
-    """Download size for a page: the files of the TF.js graph folders only."""
-    folders = {path.rsplit("/", 1)[0] + "/" for path in (manifest.get("tfjs") or {}).values()}
-    return sum(size for name, size in manifest.get("files", {}).items()
-               if any(name.startswith(folder) for folder in folders))
-
-
 def summary(manifest: dict) -> dict:
     """What pages, the index and /readyz need: no labels or per-file detail."""
     parity = manifest.get("parity", {})
@@ -188,7 +181,7 @@ def summary(manifest: dict) -> dict:
         "input": manifest.get("input"),
         "outputs": {"format": manifest.get("outputs", {}).get("format")},
         "tfjs": manifest.get("tfjs"),
-        "bytes": browser_bytes(manifest),
+        "bytes": contract.browser_bytes(manifest),
         "parity_passed": parity.get("passed"),
         "random_weights": has_random_weights(manifest),
         "source": {"kind": manifest.get("source", {}).get("kind")},
@@ -198,79 +191,28 @@ def summary(manifest: dict) -> dict:
 
 # ---------------------------------------------------------------------------- integrity
 
-def model_path(folder: Path, relative: str) -> Path | None:
-    """The regular file ``relative`` (a manifest's name) inside ``folder``, or None: no
-    absolute or ``..`` paths, no symlink that leads out of the folder (the folder itself may
-    be a link), nothing but a regular file."""
-    if not isinstance(relative, str) or not relative or "\\" in relative or "\x00" in relative:
-        return None
-    parts = PurePosixPath(relative).parts
-    if PurePosixPath(relative).is_absolute() or any(p in (".", "..") for p in parts):
-        return None
-    try:
-        base = Path(folder).resolve(strict=True)
-        path = (base / relative).resolve(strict=True)
-        mode = path.stat().st_mode
-    except (OSError, RuntimeError):  # missing, or a symlink loop
-        return None
-    if base not in path.parents or not stat.S_ISREG(mode):
-        return None
-    return path
-
-
-def server_artifacts(manifest: dict) -> list[str]:
-    """The files the server loads: ``server.model`` or every ``server.models`` value."""
-    server = manifest.get("server") or {}
-    names = list((server.get("models") or {}).values()) if isinstance(server.get("models"), dict) else []
-    if server.get("model"):
-        names.append(server["model"])
-    return names
-
-
 _digests: dict[tuple, str] = {}  # (path, size, mtime_ns, inode) -> sha256: each file hashed once
 _digests_lock = threading.Lock()
 
 
-def _sha256(path: Path, st) -> str:
+def _sha256(path: Path) -> str:
+    """contract.sha256_file, remembered per file version: a model is verified again at each
+    load and /readyz, its files hashed once."""
+    st = os.stat(path)
     key = (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
     with _digests_lock:
         known = _digests.get(key)
     if known is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-        known = h.hexdigest()
+        known = contract.sha256_file(path)
         with _digests_lock:
             _digests[key] = known
     return known
 
 
 def verify_files(manifest: dict, folder: Path) -> list[str]:
-    """What is wrong with a model's files (empty: nothing). Every file the manifest lists
-    must be a regular file inside the folder, of the recorded size and, where the manifest
-    records it (``files_sha256``, converters since this check), of the recorded sha256.
-    Manifests older than ``files_sha256`` are checked by size only (docs/server.md "Readiness and broken models")."""
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not files:
-        return ["the manifest lists no files"]
-    digests = manifest.get("files_sha256")
-    problems = [f"{name}: the server loads it but the manifest does not list it"
-                for name in server_artifacts(manifest) if name not in files]
-    for name, size in files.items():
-        path = model_path(folder, name)
-        if path is None:
-            problems.append(f"{name}: missing, not a regular file, or outside the model folder")
-            continue
-        st = path.stat()
-        if st.st_size != size:
-            problems.append(f"{name}: {st.st_size} bytes, the manifest says {size}")
-        elif isinstance(digests, dict):
-            if name not in digests:
-                problems.append(f"{name}: no sha256 in the manifest")
-            elif _sha256(path, st) != digests[name]:
-                problems.append(f"{name}: its sha256 differs from the manifest's")
-    return problems
+    """What is wrong with a model's files (empty: nothing): contract.verify_files, hashing
+    through the cache."""
+    return contract.verify_files(manifest, folder, sha256=_sha256)
 
 
 def input_problem(manifest: dict) -> str | None:

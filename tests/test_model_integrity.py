@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from converters import manifest as manifest_io
 from converters import pipeline
+from modelcontract import manifest as contract
 from server import create_app, manifests
 from tests.support.models import edit_manifest, install_copy, truncate
 from tests.support.photos import photo_bytes
@@ -104,10 +104,10 @@ def test_converters_record_size_and_sha256_of_every_file(monkeypatch, tmp_path):
     monkeypatch.setitem(converters.FAMILIES, "fake", "tests.fixtures.fake_family")
     monkeypatch.setattr(fake_family, "FAIL_AT_BUILD", False)
     target = pipeline.convert("fake", out=tmp_path)
-    data = manifest_io.read(target)
+    data = contract.read(target)
     assert set(data["files_sha256"]) == set(data["files"]) and data["files"]
     for name, digest in data["files_sha256"].items():
-        assert digest == manifest_io.sha256_file(target / name)
+        assert digest == contract.sha256_file(target / name)
     assert manifests.verify_files(data, target) == []
     (target / name).write_bytes(b"x" * data["files"][name])  # same size, other bytes
     assert manifests.verify_files(data, target) == [f"{name}: its sha256 differs from the manifest's"]
@@ -152,6 +152,6 @@ def test_model_path_rules(tmp_path):
     (tmp_path / "m" / "a.bin").write_bytes(b"1")
     (tmp_path / "x.bin").write_bytes(b"1")
     (tmp_path / "m" / "out").symlink_to(tmp_path / "x.bin")
-    assert manifests.model_path(tmp_path / "m", "a.bin") == (tmp_path / "m" / "a.bin").resolve()
+    assert contract.model_path(tmp_path / "m", "a.bin") == (tmp_path / "m" / "a.bin").resolve()
     for name in ("../x.bin", "out", "/etc/passwd", "", ".", "a.bin/..", "nope.bin", "..\\x.bin"):
-        assert manifests.model_path(tmp_path / "m", name) is None, name
+        assert contract.model_path(tmp_path / "m", name) is None, name
