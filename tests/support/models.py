@@ -69,3 +69,4 @@ def need(models: dict, model_id: str) -> Path:
     """The folder of a model the session could build, else skip."""
     if model_id not in models:
         pytest.skip(f"{model_id} is not built here (yolov5n needs {YOLOV5N_WEIGHTS})")
+    return models[model_id]
