@@ -1,7 +1,6 @@
 """Where source weights, real test photos and class names come from (all offline)."""
 from __future__ import annotations
 
-import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -9,10 +8,12 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract.settings import load
+
 from .errors import ConverterError
 from .manifest import sha256_file
 
-CACHE = Path(os.environ.get("DATARAILROAD_CACHE", Path.home() / ".cache" / "datarailroad"))
+CACHE = load().cache  # DATARAILROAD_CACHE (modelcontract/settings.py)
 
 
 @dataclass

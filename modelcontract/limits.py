@@ -40,12 +40,12 @@ def parse_class_ids(text: str) -> frozenset[int] | None:
 # Images: the longer side at most this many times the shorter (a 600x1 strip is refused
 # before decoding, so preprocessing memory stays proportional to the model input).
 MAX_ASPECT_RATIO = 100
-# Defaults of the request body and decoded-size limits (DATARAILROAD_MAX_UPLOAD_BYTES,
-# DATARAILROAD_MAX_IMAGE_PIXELS override them).
+# Defaults of the request body and decoded-size limits (the settings DATARAILROAD_MAX_UPLOAD_BYTES
+# and DATARAILROAD_MAX_IMAGE_PIXELS override them: modelcontract/settings.py).
 DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_IMAGE_PIXELS = 40_000_000
-# Videos (POST /api/v1/track): frames in one upload (DATARAILROAD_MAX_VIDEO_FRAMES overrides
-# it; past it a 413, never a silently shortened answer), each frame within the image pixel
+# Videos (POST /api/v1/track): frames in one upload (the setting DATARAILROAD_MAX_VIDEO_FRAMES
+# overrides it; past it a 413, never a silently shortened answer), each frame within the image pixel
 # limit. 600 frames: 20 s at 30 fps; about 50 s of one request for yolov5n at 640 (85 ms a frame
 # on a 2-core machine).
 DEFAULT_MAX_VIDEO_FRAMES = 600

@@ -4,7 +4,6 @@ and the photos themselves."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -13,6 +12,8 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+
+from modelcontract.settings import load
 
 from ..errors import ConverterError
 from ..sources import load_photo
@@ -27,8 +28,7 @@ def hand_photo() -> tuple[str, np.ndarray]:
     test-only image, never shipped), else zidane.jpg from the ultralytics wheel."""
     from PIL import Image
 
-    shared = Path(os.environ.get("DATARAILROAD_SHARED", ROOT.parent / "shared"))
-    path = shared / "fixtures" / "hands" / "up_1.jpg"
+    path = load().shared / "fixtures" / "hands" / "up_1.jpg"
     if path.is_file():
         with Image.open(path) as im:
             return "up_1.jpg", np.asarray(im.convert("RGB"))
@@ -113,7 +113,7 @@ def end_to_end_photos() -> dict[str, np.ndarray]:
     """Photos for the library check: the shared hand fixtures when present, else zidane.jpg."""
     from PIL import Image
 
-    shared = Path(os.environ.get("DATARAILROAD_SHARED", ROOT.parent / "shared")) / "fixtures" / "hands"
+    shared = load().shared / "fixtures" / "hands"  # DATARAILROAD_SHARED
     photos = {}
     for name in ("up_1.jpg", "up_3.jpg"):
         if (shared / name).is_file():
