@@ -3,39 +3,41 @@
 The front is gunicorn's gevent worker (see docs/server.md "The front server"): every connection is a
 greenlet, so slow or stalled clients cost a greenlet each, not a thread; the app runs its CPU
 work (decode, LiteRT) on DATARAILROAD_THREADS native threads per worker (server/front.py).
+
+Every value here comes from this process's settings (modelcontract/settings.py), read once;
+the app gunicorn preloads here, ``create_app()``, takes the same object.
 """
 import functools
 import json
-import multiprocessing
-import os
 
 from gunicorn import util
 from gunicorn.workers.ggevent import GeventWorker
 
+from modelcontract.settings import load
 from server import front
 
 # In the master, before the app is preloaded and any thread starts; workers inherit it.
 front.keep_freed_memory()
-bind = os.environ.get("DATARAILROAD_BIND",
-                      f"{os.environ.get('DATARAILROAD_HOST', '127.0.0.1')}:{os.environ.get('DATARAILROAD_PORT', '8000')}")
-# Inference is CPU-bound: one worker per core (override with WEB_CONCURRENCY).
-workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count()))
+settings = load()
+bind = settings.bind  # DATARAILROAD_BIND, else DATARAILROAD_HOST:DATARAILROAD_PORT
+# Inference is CPU-bound: one worker per core by default (WEB_CONCURRENCY).
+workers = settings.workers
 # Native threads per worker that run the models (the gevent worker itself ignores `threads`).
-threads = int(os.environ.get("DATARAILROAD_THREADS", 2))
-worker_connections = int(os.environ.get("DATARAILROAD_CONNECTIONS", 1000))
+threads = settings.threads
+worker_connections = settings.connections
 # A client must send its request line and headers within this time, and an idle keep-alive
 # connection is closed after it; the body has the same limit between two reads (server/front.py).
-keepalive = max(1, round(front.idle_timeout()))
+keepalive = max(1, round(settings.idle_timeout))
 preload_app = True
 timeout = 120  # heartbeat: a worker whose event loop is stuck this long is restarted
 accesslog = "-"
 
 # `make run HTTPS=1` (docs/phones-offline.md): TLS with a certificate from the local CA of
 # server/certs.py, made on first use and reused.
-if os.environ.get("DATARAILROAD_HTTPS") == "1":
+if settings.https:
     from server import certs
 
-    _tls = certs.ensure()
+    _tls = certs.ensure(settings.certs)
     certfile, keyfile = str(_tls.cert), str(_tls.key)
 
 

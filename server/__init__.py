@@ -3,14 +3,21 @@ from __future__ import annotations
 
 from flask import Flask
 
+from modelcontract.settings import Settings, load
+
 from . import config as _config
 
 
-def create_app(config: dict | None = None) -> Flask:
+def create_app(config: dict | None = None, settings: Settings | None = None) -> Flask:
+    """The app on ``settings`` (default: this process's, ``modelcontract.settings.load()``).
+    ``config``: more Flask config; its keys that mirror a setting (server/config.py MIRRORED:
+    MODELS_DIR, MAX_CONTENT_LENGTH, ...) override that setting."""
+    config = config or {}
+    settings = _config.with_config(settings or load(), config)
     app = Flask(__name__, static_folder="../static", template_folder="../templates")
-    app.config.update(_config.from_env())
-    if config:
-        app.config.update(config)
+    app.config.update(config)
+    app.config.update(_config.flask_config(settings))
+    app.extensions[_config.EXTENSION] = settings
 
     from . import api, assets, certs, errors, health, manifests, offline, pages, security
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flask import Blueprint, abort, current_app, send_file
+from flask import Blueprint, abort, send_file
 
-from . import manifests
+from . import config, manifests
 
 vendor_bp = Blueprint("vendor", __name__, url_prefix="/vendor")
 models_bp = Blueprint("models", __name__, url_prefix="/models")
@@ -79,7 +79,7 @@ def vendor_file(name: str):
     relative = VENDOR_FILES.get(name)
     if relative is None:
         abort(404, description=f"no vendored file {name!r}")
-    path = Path(current_app.config["NODE_MODULES_DIR"]) / relative
+    path = config.settings().node_modules / relative
     if not path.is_file():
         abort(404, description=f"{name} is not installed; run `npm ci`")
     # Pinned versions: safe to cache for a day, revalidated by ETag afterwards.

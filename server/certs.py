@@ -31,7 +31,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from flask import Blueprint, abort, request, send_file
 
-ROOT = Path(__file__).resolve().parent.parent
+from modelcontract.settings import load
+
+from . import config
+
 CA_DAYS = 3650       # the CA a phone trusts: long-lived, so it is installed once
 SERVER_DAYS = 365    # under Apple's 825-day limit for TLS server certificates
 RENEW_DAYS = 30      # made again this long before its end
@@ -41,10 +44,6 @@ FILES = ("ca.crt", "ca.key", "server.crt", "server.key")
 PERMITTED_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
     "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10",  # 100.64/10: CGNAT, VPNs
     "::1/128", "fc00::/7"))
-
-
-def directory() -> Path:
-    return Path(os.environ.get("DATARAILROAD_CERTS") or ROOT / "certs").resolve()
 
 
 # ---------------------------------------------------------------------------- names
@@ -223,7 +222,7 @@ def ensure(folder: Path | None = None, lan: list[str] | None = None, now: dt.dat
     """The CA and the server certificate in ``folder``: reused when still good, else made.
     The server certificate is made again when its names differ from this machine's now, when
     it ends within RENEW_DAYS, or when it is not the current CA's."""
-    folder, now = folder or directory(), now or _now()
+    folder, now = folder or load().certs, now or _now()
     folder.mkdir(parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
     dns, ips = wanted_names(lan)
@@ -256,9 +255,11 @@ bp = Blueprint("certs", __name__)
 @bp.get("/ca.crt")
 def ca_certificate():
     """The CA for a phone to install, only while the server runs with its certificate
-    (DATARAILROAD_HTTPS=1, an https request). The MIME type makes iOS offer the profile."""
-    path = directory() / "ca.crt"
-    if os.environ.get("DATARAILROAD_HTTPS") != "1" or not request.is_secure or not path.is_file():
+    (the app's settings: DATARAILROAD_HTTPS=1; an https request). The MIME type makes iOS
+    offer the profile."""
+    settings = config.settings()
+    path = settings.certs / "ca.crt"
+    if not settings.https or not request.is_secure or not path.is_file():
         abort(404)
     return send_file(path, mimetype="application/x-x509-ca-cert", download_name="datarailroad-ca.crt", max_age=0)
 
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m server.certs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--dir", type=Path, default=None, help="where the files live (default: DATARAILROAD_CERTS or ./certs)")
     parser.add_argument("--host", default="0.0.0.0", help="the address the server will listen on (for the advice printed)")
-    parser.add_argument("--port", default=os.environ.get("DATARAILROAD_PORT", "8000"), help="for the URLs printed")
+    parser.add_argument("--port", default=load().port, help="for the URLs printed (default: DATARAILROAD_PORT)")
     args = parser.parse_args(argv)
     bundle = ensure(args.dir)
     said = {True: "made", False: "reused"}

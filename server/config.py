@@ -1,25 +1,31 @@
-"""Configuration from environment variables, with defaults that work from a checkout."""
+"""The app's settings (modelcontract/settings.py: one typed, frozen object) and the Flask
+config keys that mirror some of them."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import dataclasses
 
-from modelcontract.limits import DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_MAX_VIDEO_FRAMES
-from modelcontract.paths import ROOT, default_models_dir
+from flask import Flask, current_app
+
+from modelcontract.settings import Settings
+
+EXTENSION = "datarailroad.settings"
+
+# Flask config key -> the setting it mirrors. Flask and the app's routes read these keys;
+# create_app(config) with one of them overrides that setting (the tests' usual way).
+MIRRORED = {"MODELS_DIR": "models", "MAX_CONTENT_LENGTH": "max_upload_bytes",
+            "MAX_IMAGE_PIXELS": "max_image_pixels", "MAX_VIDEO_FRAMES": "max_video_frames"}
 
 
-def from_env() -> dict:
-    """Flask config keys read from the environment (DATARAILROAD_*)."""
-    env = os.environ
-    return {
-        "MODELS_DIR": default_models_dir(),
-        "NODE_MODULES_DIR": Path(env.get("DATARAILROAD_NODE_MODULES", ROOT / "node_modules")).resolve(),
-        # Upload limit (bytes): Flask answers 413 past it.
-        "MAX_CONTENT_LENGTH": int(env.get("DATARAILROAD_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES)),
-        # Decoded image limit (pixels): guards against decompression bombs.
-        "MAX_IMAGE_PIXELS": int(env.get("DATARAILROAD_MAX_IMAGE_PIXELS", DEFAULT_MAX_IMAGE_PIXELS)),
-        # Frames in one uploaded video (POST /api/v1/track): 413 past it.
-        "MAX_VIDEO_FRAMES": int(env.get("DATARAILROAD_MAX_VIDEO_FRAMES", DEFAULT_MAX_VIDEO_FRAMES)),
-        "HOST": env.get("DATARAILROAD_HOST", "127.0.0.1"),
-        "PORT": int(env.get("DATARAILROAD_PORT", 8000)),
-    }
+def with_config(settings: Settings, config: dict) -> Settings:
+    """``settings`` with the mirrored keys of a Flask ``config`` applied (validated)."""
+    changes = {name: config[key] for key, name in MIRRORED.items() if key in config}
+    return dataclasses.replace(settings, **changes) if changes else settings
+
+
+def flask_config(settings: Settings) -> dict:
+    return {key: getattr(settings, name) for key, name in MIRRORED.items()}
+
+
+def settings(app: Flask | None = None) -> Settings:
+    """The settings create_app gave ``app`` (default: the current app)."""
+    return (app or current_app).extensions[EXTENSION]

@@ -9,7 +9,8 @@ Reading the body (``read_body``) is bounded in time: a client that sends nothing
 DATARAILROAD_IDLE_TIMEOUT seconds, or takes longer than DATARAILROAD_BODY_TIMEOUT to send the
 whole body, gets a 408 and its connection is closed. The body is kept in memory, never on disk,
 and in bounded amount: the bodies a worker holds at once (read, or waiting for a model thread)
-total at most DATARAILROAD_BUFFER_BYTES, past which a new body gets a 503.
+total at most DATARAILROAD_BUFFER_BYTES, past which a new body gets a 503. These three are
+settings (modelcontract/settings.py): ``read_body`` takes the app's.
 
 Outside that worker (Flask's test client, the dev server, another gunicorn worker class)
 ``offload`` simply calls the function, and ``read_body`` has no socket to time.
@@ -17,16 +18,15 @@ Outside that worker (Flask's test client, the dev server, another gunicorn worke
 from __future__ import annotations
 
 import contextvars
-import os
 import threading
 import time
 
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
-DEFAULT_IDLE_TIMEOUT = 15.0   # seconds a client may send nothing (headers, body, keep-alive)
-MAX_IDLE_TIMEOUT = 30.0
-DEFAULT_BODY_TIMEOUT = 120.0  # seconds for a whole body (10 MB at ~0.7 Mbit/s)
-DEFAULT_BUFFER_BYTES = 64 * 1024 * 1024  # request bodies one worker holds in memory at once
+from modelcontract.settings import Settings
+
+from . import config
+
 CLOSE_CONNECTION = "datarailroad.close_connection"  # environ flag read by gunicorn.conf.py
 HELD = "datarailroad.held_bytes"  # environ: this request's share of the buffer budget
 
@@ -34,28 +34,6 @@ _pool = None
 _hub_thread: int | None = None
 _held = 0  # body bytes this process holds (read_body ... release)
 _held_lock = threading.Lock()
-
-
-def _seconds(name: str, default: float, high: float | None = None) -> float:
-    value = float(os.environ.get(name) or default)
-    if not value > 0:
-        raise ValueError(f"{name} must be a positive number of seconds, got {value}")
-    return min(value, high) if high else value
-
-
-def idle_timeout() -> float:
-    """DATARAILROAD_IDLE_TIMEOUT (default 15 s, at most 30 s)."""
-    return _seconds("DATARAILROAD_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT)
-
-
-def body_timeout() -> float:
-    """DATARAILROAD_BODY_TIMEOUT (default 120 s): the whole body must arrive within it."""
-    return _seconds("DATARAILROAD_BODY_TIMEOUT", DEFAULT_BODY_TIMEOUT)
-
-
-def buffer_budget() -> int:
-    """DATARAILROAD_BUFFER_BYTES (default 64 MB per worker)."""
-    return int(os.environ.get("DATARAILROAD_BUFFER_BYTES") or DEFAULT_BUFFER_BYTES)
 
 
 # ---------------------------------------------------------------------------- memory
@@ -125,10 +103,10 @@ class BodyError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def hold(environ: dict, size: int) -> None:
-    """Count ``size`` more body bytes against the budget, or 503 when it is spent."""
+def hold(environ: dict, size: int, budget: int) -> None:
+    """Count ``size`` more body bytes against the ``budget`` of this process (the setting
+    DATARAILROAD_BUFFER_BYTES), or 503 when it is spent."""
     global _held
-    budget = buffer_budget()
     with _held_lock:
         if _held + size > budget:
             raise BodyError(503, "server_busy", f"the server holds {budget} bytes of uploads already "
@@ -145,16 +123,18 @@ def release(environ: dict) -> None:
         _held -= size
 
 
-def read_body(environ: dict, length: int | None, limit: int) -> bytes:
+def read_body(environ: dict, length: int | None, limit: int, settings: Settings | None = None) -> bytes:
     """The whole request body, in memory: ``length`` bytes (Content-Length), or up to the end
     of a chunked body. Raises BodyError: 408 for a client too slow, 400 for a body cut short
     or malformed (e.g. a bad chunk size), 503 when the buffer budget is spent; after these the
     connection is marked to be closed after the answer (its rest can't be read). The bytes
     count against the budget until ``release(environ)``. Past ``limit``: werkzeug's
-    RequestEntityTooLarge, as for a Content-Length over it."""
+    RequestEntityTooLarge, as for a Content-Length over it. The timeouts and the budget are
+    ``settings``' (default: the current app's)."""
+    settings = settings or config.settings()
     stream, sock = environ["wsgi.input"], environ.get("gunicorn.socket")
     want = limit + 1 if length is None else length
-    idle, deadline = idle_timeout(), time.monotonic() + body_timeout()
+    idle, deadline = settings.idle_timeout, time.monotonic() + settings.body_timeout
     chunks, size = [], 0
     try:
         while size < want:
@@ -166,7 +146,7 @@ def read_body(environ: dict, length: int | None, limit: int) -> bytes:
             chunk = stream.read(min(65536, want - size))
             if not chunk:
                 break
-            hold(environ, len(chunk))
+            hold(environ, len(chunk), settings.buffer_bytes)
             chunks.append(chunk)
             size += len(chunk)
     except BodyError:
@@ -179,7 +159,7 @@ def read_body(environ: dict, length: int | None, limit: int) -> bytes:
         raise BodyError(408, "request_timeout",
                         f"the request body was not received in time: the server waits at most {idle:g} s "
                         f"between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and "
-                        f"{body_timeout():g} s for a whole body (DATARAILROAD_BODY_TIMEOUT)") from None
+                        f"{settings.body_timeout:g} s for a whole body (DATARAILROAD_BODY_TIMEOUT)") from None
     except (OSError, ClientDisconnected) as exc:
         # gunicorn: InvalidChunkSize / ChunkMissingTerminator / NoMoreData (OSError subclasses);
         # werkzeug's dev server: ClientDisconnected.

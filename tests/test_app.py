@@ -122,10 +122,12 @@ def test_unknown_page_is_html_for_people(client):
     assert response.status_code == 404 and response.mimetype == "text/html"
 
 
-def test_config_from_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("DATARAILROAD_MODELS", str(tmp_path))
-    monkeypatch.setenv("DATARAILROAD_MAX_UPLOAD_BYTES", "1234")
-    app = create_app()
+def test_config_from_settings(tmp_path):
+    """The environment reaches the app through its Settings (modelcontract/settings.py)."""
+    from modelcontract.settings import Settings
+
+    settings = Settings.from_env({"DATARAILROAD_MODELS": str(tmp_path), "DATARAILROAD_MAX_UPLOAD_BYTES": "1234"})
+    app = create_app(settings=settings)
     assert app.config["MODELS_DIR"] == tmp_path.resolve()
     assert app.config["MAX_CONTENT_LENGTH"] == 1234
 
@@ -172,10 +174,16 @@ def test_csp_allows_exactly_the_import_map(client):
 def test_gunicorn_config_defaults(monkeypatch):
     import runpy
 
+    from modelcontract.settings import load
+
     monkeypatch.delenv("DATARAILROAD_BIND", raising=False)
     monkeypatch.delenv("DATARAILROAD_PORT", raising=False)
     monkeypatch.delenv("DATARAILROAD_HOST", raising=False)
-    settings = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    load.cache_clear()  # gunicorn.conf.py reads this process's settings once, as gunicorn's master does
+    try:
+        settings = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    finally:
+        load.cache_clear()
     assert settings["bind"] == "127.0.0.1:8000"
     assert settings["preload_app"] is True and settings["workers"] >= 1
 

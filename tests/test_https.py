@@ -162,15 +162,18 @@ def test_this_machines_addresses_are_in_the_certificate(tmp_path):
     assert {"127.0.0.1", "::1"} <= set(bundle.ips) and bundle.dns == ["localhost"]
 
 
-def test_ca_route_only_over_https_when_https_is_on(tmp_path, monkeypatch):
+def test_ca_route_only_over_https_when_https_is_on(tmp_path):
+    from modelcontract.settings import Settings
     from server import create_app
 
     bundle = certs.ensure(tmp_path, lan=LAN)
-    monkeypatch.setenv("DATARAILROAD_CERTS", str(tmp_path))
-    client = create_app({"TESTING": True, "MODELS_DIR": tmp_path / "none"}).test_client()
-    monkeypatch.delenv("DATARAILROAD_HTTPS", raising=False)
-    assert client.get("/ca.crt", base_url="https://localhost").status_code == 404
-    monkeypatch.setenv("DATARAILROAD_HTTPS", "1")
+
+    def client_with(https: str):
+        settings = Settings.from_env({"DATARAILROAD_CERTS": str(tmp_path), "DATARAILROAD_HTTPS": https})
+        return create_app({"TESTING": True, "MODELS_DIR": tmp_path / "none"}, settings).test_client()
+
+    assert client_with("").get("/ca.crt", base_url="https://localhost").status_code == 404
+    client = client_with("1")
     assert client.get("/ca.crt").status_code == 404  # plain http
     answer = client.get("/ca.crt", base_url="https://localhost")
     assert answer.status_code == 200

@@ -8,19 +8,24 @@ the same routes, JSON, status codes, OpenAPI and limits. Each model deployment h
 task's real ``inference.Registry`` (so every model of the task, reloaded when rebuilt) and
 runs ``runner(image, ...)`` for the ingress, batching concurrent requests with
 ``@serve.batch``. Models come from each node's DATARAILROAD_MODELS (or ``models_dir``).
+
+Settings (modelcontract/settings.py) reach the replicas through their environment (the
+nodes', server/cluster/local.py): each replica reads its own with ``load()``. A model
+deployment's user_config (threads, interpreters) then gives its Registry a modified copy.
 """
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from ray import serve
 
-from modelcontract.paths import default_models_dir
+from modelcontract.settings import Settings, load
 
-from .. import create_app, front
+from .. import config, create_app, front
 from ..inference import RUNNERS, ModelUnavailable, Registry
 from .remote import Unavailable, detach, remote_runners
 
@@ -40,14 +45,17 @@ def input_terminated(wsgi_app):
     return app
 
 
-def bodies_read_first(asgi_app, max_bytes: int):
+def bodies_read_first(asgi_app, settings: Settings):
     """Each request body is read whole on the event loop before a2wsgi gives the request one
     of its threads, as gunicorn's gevent front does (server/front.py): a stalled upload holds
     a coroutine, not a thread (20 stalled uploads left /healthz unanswered for 100 s). The
-    front's limits apply here: DATARAILROAD_IDLE_TIMEOUT between two pieces of a body,
-    DATARAILROAD_BODY_TIMEOUT for all of it, the upload buffer budget. The Flask app still
-    gives the answer (408, 413, 503 JSON): front.read_body meets the same error at the end
-    of the body replayed to it. A Content-Length over ``max_bytes`` is not read (413)."""
+    front's limits apply here, from the app's ``settings``: DATARAILROAD_IDLE_TIMEOUT between
+    two pieces of a body, DATARAILROAD_BODY_TIMEOUT for all of it, the upload buffer budget.
+    The Flask app still gives the answer (408, 413, 503 JSON): front.read_body meets the same
+    error at the end of the body replayed to it. A Content-Length over the upload limit is
+    not read (413)."""
+    max_bytes = settings.max_upload_bytes
+
     async def app(scope, receive, send):
         headers = dict(scope.get("headers", ())) if scope["type"] == "http" else {}
         length = headers.get(b"content-length")
@@ -55,18 +63,18 @@ def bodies_read_first(asgi_app, max_bytes: int):
         if not has_body or (length and length.isdigit() and int(length) > max_bytes):
             return await asgi_app(scope, receive, send)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + front.body_timeout()
+        deadline = loop.time() + settings.body_timeout
         held, chunks, size, failure = {}, [], 0, None
         try:
             while size <= max_bytes:
                 left = deadline - loop.time()
                 if left <= 0:
                     raise TimeoutError("deadline")
-                message = await asyncio.wait_for(receive(), min(front.idle_timeout(), left))
+                message = await asyncio.wait_for(receive(), min(settings.idle_timeout, left))
                 if message["type"] != "http.request":
                     return  # the client left: nobody to answer
                 body = message.get("body", b"")
-                front.hold(held, len(body))
+                front.hold(held, len(body), settings.buffer_bytes)
                 chunks.append(body)
                 size += len(body)
                 if not message.get("more_body"):
@@ -96,28 +104,28 @@ class ModelServer:
 
     def __init__(self, task: str, models_dir: str | None = None):
         self.task = task
-        self.models_dir = models_dir or default_models_dir()
-        self.settings: dict = {}
+        self.settings = load()  # this replica's, from its node's environment
+        self.models_dir = Path(models_dir) if models_dir else self.settings.models
+        self.model_config: dict = {}  # the user_config in effect
         self.registry: Registry | None = None
         self.pool: ThreadPoolExecutor | None = None
         self.reconfigure({})
 
     def reconfigure(self, user_config: dict) -> None:
-        settings = {**DEFAULT_MODEL_CONFIG, **(user_config or {})}
-        if self.registry is None or (settings["threads"], settings["interpreters"]) != \
-                (self.settings.get("threads"), self.settings.get("interpreters")):
-            # LiteRTModel reads these when it loads (server/inference/litert.py); this
-            # process is the replica's own, so the environment is too.
-            os.environ["DATARAILROAD_INFER_THREADS"] = str(settings["threads"])
-            os.environ["DATARAILROAD_INTERPRETERS"] = str(settings["interpreters"])
-            self.registry = Registry(self.models_dir)
+        model_config = {**DEFAULT_MODEL_CONFIG, **(user_config or {})}
+        if self.registry is None or (model_config["threads"], model_config["interpreters"]) != \
+                (self.model_config.get("threads"), self.model_config.get("interpreters")):
+            # The runners load their interpreters with these (a new Registry: new runners).
+            runner_settings = dataclasses.replace(self.settings, infer_threads=int(model_config["threads"]),
+                                                  interpreters=int(model_config["interpreters"]))
+            self.registry = Registry(self.models_dir, settings=runner_settings)
             # Requests decode/preprocess in parallel while the interpreters (pool) run.
-            self.pool = ThreadPoolExecutor(max_workers=max(2, 2 * settings["interpreters"]),
+            self.pool = ThreadPoolExecutor(max_workers=max(2, 2 * runner_settings.interpreters),
                                            thread_name_prefix=f"{self.task}-runner")
             self.warm_up()
-        self.settings = settings
-        self.run_batch.set_max_batch_size(int(settings["max_batch_size"]))
-        self.run_batch.set_batch_wait_timeout_s(float(settings["batch_wait_timeout_s"]))
+        self.model_config = model_config
+        self.run_batch.set_max_batch_size(int(model_config["max_batch_size"]))
+        self.run_batch.set_batch_wait_timeout_s(float(model_config["batch_wait_timeout_s"]))
 
     def warm_up(self) -> None:
         """Load the task's default model now, so a new replica's first request doesn't."""
@@ -152,7 +160,7 @@ class ModelServer:
         return await asyncio.get_running_loop().run_in_executor(self.pool, self.run_all, requests)
 
     async def infer(self, model_id: str, image, args: tuple, kwargs: dict):
-        if self.settings["max_batch_size"] <= 1:
+        if self.model_config["max_batch_size"] <= 1:
             return await asyncio.get_running_loop().run_in_executor(
                 self.pool, self.run_one, model_id, image, args, kwargs)
         result = await self.run_batch((model_id, image, args, kwargs))
@@ -167,17 +175,17 @@ class Ingress:
     """The Flask app (create_app) with remote runners, as an ASGI app through a2wsgi."""
 
     def __init__(self, models: dict, wsgi_threads: int = 16, models_dir: str | None = None):
-        config = {"INFERENCE_RUNNERS": remote_runners(models)}
+        flask_config = {"INFERENCE_RUNNERS": remote_runners(models)}
         if models_dir:
-            config["MODELS_DIR"] = models_dir
-        self.flask = create_app(config)
+            flask_config["MODELS_DIR"] = models_dir
+        self.flask = create_app(flask_config)
         self.wsgi_threads = wsgi_threads
 
     def __serve_build_asgi_app__(self):
         from a2wsgi import WSGIMiddleware
 
         return bodies_read_first(WSGIMiddleware(input_terminated(self.flask), workers=self.wsgi_threads),
-                                 int(self.flask.config["MAX_CONTENT_LENGTH"]))
+                                 config.settings(self.flask))
 
 
 def build(args: dict | None = None):

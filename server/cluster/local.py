@@ -35,6 +35,8 @@ CONFIG = Path(__file__).with_name("serve.yaml")
 SERVE_ENV = Path(__file__).with_name("serve.env")
 STATE_ROOT = ROOT / ".cluster"
 APP = "datarailroad"
+# An internal marker of this cluster's processes (see above), not a setting: it is not in
+# modelcontract/settings.py and nothing configures it.
 MARKER = "DATARAILROAD_CLUSTER"
 
 
@@ -47,7 +49,8 @@ class LocalCluster:
     cpus_per_node: int | None = None  # logical CPUs per node (default: serve.yaml's minimum replicas fit)
     object_store_mb: int = 300      # per node: requests carry decoded images only
     models_dir: str | None = None   # DATARAILROAD_MODELS of every node (default: ./models)
-    env: dict = field(default_factory=dict)  # more environment for every node (DATARAILROAD_*)
+    # More environment for every node: DATARAILROAD_* settings reach the replicas this way.
+    env: dict = field(default_factory=dict)
     started: list[str] = field(default_factory=list)
 
     @property

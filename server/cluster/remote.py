@@ -66,9 +66,10 @@ class RemoteRunner:
 
 
 def remote_runners(handles: dict) -> dict:
-    """{task: factory(manifest, folder) -> RemoteRunner} for the task's deployment handle."""
+    """{task: factory(manifest, folder, settings) -> RemoteRunner} for the task's deployment
+    handle (the settings that matter are the model deployment's own)."""
     def factory_for(task):
-        def build(manifest: dict, folder) -> RemoteRunner:
+        def build(manifest: dict, folder, settings=None) -> RemoteRunner:
             answer = handles[task].describe.remote(manifest["id"]).result()
             if isinstance(answer, Unavailable):
                 raise ModelUnavailable(answer.message)

@@ -4,7 +4,8 @@
     registry(app).get("detect", "yolov5n") -> DetectRunner
 
 Manifests come from the app's manifest registry (server/manifests.py ``Manifests``), the
-server's one source of them. Runners are cached per model id and version (the manifest
+server's one source of them. The runners get the registry's settings (the app's, or a
+cluster replica's: modelcontract/settings.py) for LiteRT's threads, interpreters and batching. Runners are cached per model id and version (the manifest
 file's stamp and every listed file's mtime and size), so a rebuilt model is picked up by the
 next request. Nothing loads at import or in create_app(): gunicorn preloads the app in the
 master, and each worker loads its own interpreters on first use.
@@ -22,7 +23,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .. import manifests
+from modelcontract.settings import Settings, load
+
+from .. import config, manifests
 from .base import ModelUnavailable, ParameterError, Runner
 from . import litert
 from .classify import ClassifyRunner
@@ -55,12 +58,14 @@ def is_default_candidate(manifest: dict) -> bool:
 
 
 class Registry:
-    def __init__(self, models: manifests.Manifests | Path, runners: dict | None = None):
+    def __init__(self, models: manifests.Manifests | Path, runners: dict | None = None,
+                 settings: Settings | None = None):
         # The app's manifest registry; a bare folder (a cluster model deployment) gets its own.
         self.manifests = models if isinstance(models, manifests.Manifests) else manifests.Manifests(models)
         self.models_dir = self.manifests.models_dir
         # task -> runner class, or a factory of the same signature (server/cluster: remote runners)
         self.runners = runners or RUNNERS
+        self.settings = settings or load()  # handed to every runner
         self.local = runners is None  # LiteRT runs in this process (not on remote runners)
         self._runners: dict[str, tuple[tuple, Runner]] = {}
         self._failures: dict[str, tuple[tuple, str]] = {}  # model id -> (version, why it can't serve)
@@ -152,7 +157,7 @@ class Registry:
             if problem:
                 raise self._unavailable(mid, version, problem)
             try:
-                runner = self.runners[task](manifest, model.folder)
+                runner = self.runners[task](manifest, model.folder, self.settings)
             except ModelUnavailable as exc:
                 raise self._unavailable(mid, version, str(exc)) from None
             except (KeyError, ValueError, TypeError, IndexError, StopIteration) as exc:
@@ -195,11 +200,13 @@ _app_lock = threading.Lock()
 
 
 def registry(app) -> Registry:
-    """The app's runner registry (created on first use, per process), on its manifest registry."""
+    """The app's runner registry (created on first use, per process), on its manifest registry
+    and its settings."""
     reg = app.extensions.get(EXTENSION)
     if reg is None:
         with _app_lock:
             reg = app.extensions.get(EXTENSION)
             if reg is None:
-                reg = app.extensions[EXTENSION] = Registry(manifests.registry(app), app.config.get("INFERENCE_RUNNERS"))
+                reg = app.extensions[EXTENSION] = Registry(manifests.registry(app), app.config.get("INFERENCE_RUNNERS"),
+                                                           config.settings(app))
     return reg

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from modelcontract.settings import Settings, load
+
 from .litert import LiteRTModel
 
 
@@ -21,16 +23,19 @@ class ModelUnavailable(RuntimeError):
 class Runner:
     task = ""
 
-    def __init__(self, manifest: dict, folder: Path):
+    def __init__(self, manifest: dict, folder: Path, settings: Settings | None = None):
+        """``settings``: the LiteRT ones (threads, interpreters, batching) are used; default:
+        this process's (``load()``)."""
         self.manifest = manifest
         self.folder = Path(folder)
         self.id = manifest["id"]
+        self.settings = settings or load()
 
     def load_tflite(self, relative: str) -> LiteRTModel:
         path = (self.folder / relative).resolve()
         if self.folder.resolve() not in path.parents:
             raise ModelUnavailable(f"{self.id}: server artifact {relative!r} lies outside the model folder")
         try:
-            return LiteRTModel(path)
+            return LiteRTModel(path, threads=self.settings.infer_threads, pool_size=self.settings.interpreters)
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelUnavailable(f"{self.id}: could not load {relative}: {exc}") from exc

@@ -11,6 +11,7 @@ from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.decode import (CLASSIFY_FORMATS, DEFAULT_TOP_K, class_count, class_probabilities,
                                   top_classes)
 from modelcontract.geometry import prepare
+from modelcontract.settings import Settings
 
 from .base import Runner
 from .detect import timing
@@ -19,15 +20,16 @@ from .detect import timing
 class ClassifyRunner(Runner):
     task = "classify"
 
-    def __init__(self, manifest: dict, folder: Path):
-        super().__init__(manifest, folder)
+    def __init__(self, manifest: dict, folder: Path, settings: Settings | None = None):
+        super().__init__(manifest, folder, settings)
         self.format = manifest.get("outputs", {}).get("format")
         if self.format not in CLASSIFY_FORMATS:
             raise ValueError(f"classifier output format {self.format!r} is not one of {CLASSIFY_FORMATS}")
         self.labels = list(manifest.get("labels") or [])
         server = manifest["server"]
         self.model = self.load_tflite(server["model"])
-        self.model.batch()  # concurrent requests share invokes (DATARAILROAD_BATCH, bench/server.py)
+        # Concurrent requests share invokes (DATARAILROAD_BATCH, bench/server.py).
+        self.model.batch(self.settings.batch, self.settings.batch_wait_ms / 1e3)
         self.output_key = server.get("output") if server.get("output") in self.model.output_keys \
             else self.model.output_keys[0]
         # The pooled feature vector, where the build has it (Teach: modelcontract.custom_classes).

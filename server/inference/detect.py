@@ -10,6 +10,7 @@ import numpy as np
 
 from modelcontract.decode import DETECT_FORMATS, DetectOptions, decode_detections, nms_defaults
 from modelcontract.geometry import prepare
+from modelcontract.settings import Settings
 
 from .base import ParameterError, Runner
 
@@ -17,8 +18,8 @@ from .base import ParameterError, Runner
 class DetectRunner(Runner):
     task = "detect"
 
-    def __init__(self, manifest: dict, folder: Path):
-        super().__init__(manifest, folder)
+    def __init__(self, manifest: dict, folder: Path, settings: Settings | None = None):
+        super().__init__(manifest, folder, settings)
         self.format = manifest.get("outputs", {}).get("format")
         if self.format not in DETECT_FORMATS:
             raise ValueError(f"detector output format {self.format!r} is not one of {DETECT_FORMATS}")

@@ -26,6 +26,7 @@ from modelcontract.custom_gestures import GESTURE_SETS, normalise_hand
 from modelcontract.gesture import classify_gesture
 from modelcontract.hands import (DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS, associate_rects, crop_tensor,
                                  decode_palms, palm_to_roi, person_handedness, project_landmarks)
+from modelcontract.settings import Settings
 
 from .base import ModelUnavailable, Runner
 
@@ -37,8 +38,8 @@ LANDMARK_TFLITE = {"landmarks": "Identity", "hand_flag": "Identity_1", "handedne
 class HandsRunner(Runner):
     task = "handpose"
 
-    def __init__(self, manifest: dict, folder: Path):
-        super().__init__(manifest, folder)
+    def __init__(self, manifest: dict, folder: Path, settings: Settings | None = None):
+        super().__init__(manifest, folder, settings)
         if manifest.get("outputs", {}).get("format") != "mediapipe-hands":
             raise ValueError("not a mediapipe-hands manifest")
         self.anchors_cfg, self.decode_cfg = manifest["anchors"], manifest["decode"]

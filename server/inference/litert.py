@@ -3,7 +3,9 @@
 A LiteRT interpreter is not thread-safe (its input/output tensors are shared state), so a
 ``LiteRTModel`` keeps a small pool of interpreters of the same file: a request takes one,
 runs it and gives it back, waiting while all are busy. The pool grows lazily up to
-``pool_size`` (DATARAILROAD_INTERPRETERS, default 1: the pool is then a lock).
+``pool_size`` (the setting DATARAILROAD_INTERPRETERS, default 1: the pool is then a lock).
+The runners pass their settings' values (modelcontract/settings.py); a model built without
+them (a test, a bench) takes this process's, ``load()``.
 
 Inputs and outputs are addressed by the signature's keys when the file has a
 ``serving_default`` signature (our converters write one), otherwise by tensor name.
@@ -24,12 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract.settings import load
+
 TRIAL_TIMEOUT_S = 120
 
 # Run in a child process by trial_load: load the file and run it once on zeros.
 _TRIAL = """
 import sys
 import numpy as np
+
+from modelcontract.settings import load
 from ai_edge_litert.interpreter import Interpreter
 interpreter = Interpreter(model_path=sys.argv[1], num_threads=1)
 interpreter.allocate_tensors()
@@ -77,38 +83,6 @@ def trial_load(path: Path) -> None:
         raise LoadError(failure)
 
 
-def default_threads() -> int:
-    """Interpreter threads: DATARAILROAD_INFER_THREADS, else the cores left per gunicorn worker
-    (WEB_CONCURRENCY, default one worker per core -> 1 thread)."""
-    if os.environ.get("DATARAILROAD_INFER_THREADS"):
-        return max(1, int(os.environ["DATARAILROAD_INFER_THREADS"]))
-    cpus = os.cpu_count() or 1
-    workers = int(os.environ.get("WEB_CONCURRENCY", cpus) or cpus)
-    return max(1, cpus // max(1, workers))
-
-
-def default_batch() -> int:
-    """DATARAILROAD_BATCH (default 4; 1 turns batching off): at most this many concurrent runs
-    of a model that batches (LiteRTModel.batch) are stacked into one invoke. Only where
-    bench/server.py measured more req/s: the classifier (efficientnet-lite0, ~1.2x at 8
-    clients); yolov5n's graph has a fixed batch of 1, the hand models were not measured."""
-    return max(1, int(os.environ.get("DATARAILROAD_BATCH", 4)))
-
-
-def default_batch_wait() -> float:
-    """DATARAILROAD_BATCH_WAIT_MS (default 0): how long a batch waits for more runs. At 0 a
-    batch is the runs that queued while the previous invoke ran: no latency is added."""
-    return max(0.0, float(os.environ.get("DATARAILROAD_BATCH_WAIT_MS", 0))) / 1e3
-
-
-def default_pool_size() -> int:
-    """Interpreters per model and worker: DATARAILROAD_INTERPRETERS, default 1. With one
-    worker per core the CPUs are busy anyway; a second interpreter (XNNPACK repacks the
-    weights per interpreter) mostly costs memory. The worker's other thread meanwhile decodes
-    and preprocesses its own request."""
-    return max(1, int(os.environ.get("DATARAILROAD_INTERPRETERS", 1)))
-
-
 class _Instance:
     """One interpreter with its input/output index maps."""
 
@@ -138,12 +112,16 @@ class _Instance:
 
 class LiteRTModel:
     def __init__(self, path: Path, threads: int | None = None, pool_size: int | None = None):
+        """``threads`` per interpreter (default: the setting DATARAILROAD_INFER_THREADS, the
+        cores left per gunicorn worker); ``pool_size`` interpreters at most (default:
+        DATARAILROAD_INTERPRETERS, 1: with one worker per core the CPUs are busy anyway, and
+        a second interpreter mostly costs memory, as XNNPACK repacks the weights for each)."""
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"{self.path} is missing")
         trial_load(self.path)  # a file that crashes LiteRT fails here, in a child process
-        self.threads = threads or default_threads()
-        self.pool_size = pool_size or default_pool_size()
+        self.threads = threads or load().infer_threads
+        self.pool_size = pool_size or load().interpreters
         self._idle: queue.LifoQueue[_Instance] = queue.LifoQueue()
         self._created = 0
         self._lock = threading.Lock()
@@ -155,10 +133,15 @@ class LiteRTModel:
         self._batcher: _Batcher | None = None
 
     def batch(self, max_batch: int | None = None, wait_s: float | None = None) -> None:
-        """Stack concurrent run1() calls into invokes of up to max_batch inputs (default
-        DATARAILROAD_BATCH; single-input models only)."""
-        max_batch = default_batch() if max_batch is None else max_batch
-        wait_s = default_batch_wait() if wait_s is None else wait_s
+        """Stack concurrent run1() calls into invokes of up to ``max_batch`` inputs (default:
+        the setting DATARAILROAD_BATCH, 4; 1 turns batching off; single-input models only),
+        the head of the queue waiting up to ``wait_s`` for more (default:
+        DATARAILROAD_BATCH_WAIT_MS, 0: a batch is the runs that queued while the previous
+        invoke ran, no latency added). Only where bench/server.py measured more req/s: the
+        classifier (efficientnet-lite0, ~1.2x at 8 clients); yolov5n's graph has a fixed batch
+        of 1, the hand models were not measured."""
+        max_batch = load().batch if max_batch is None else max_batch
+        wait_s = load().batch_wait_ms / 1e3 if wait_s is None else wait_s
         self._batcher = _Batcher(self, max_batch, wait_s) if max_batch > 1 and len(self.input_keys) == 1 else None
 
     def _take(self) -> _Instance:
