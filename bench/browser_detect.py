@@ -103,7 +103,7 @@ def main() -> None:
               f"{r['pipeline'] / r['bare']:10.3f}  {r['first']:.0f} ms")
 
     # The same letterboxed frame through native LiteRT at the browser's thread count.
-    from converters import manifest as manifest_io
+    from modelcontract import manifest as manifest_io
     from modelcontract.geometry import prepare
 
     manifest = manifest_io.read(args.models / model_id)

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._results import add_out_option, write_results  # noqa: E402
+from modelcontract import settings  # noqa: E402
 from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
 from tests.support.photos import photo_bytes  # noqa: E402
 from tests.support.servers import Gunicorn, proc_stat  # noqa: E402
@@ -185,7 +186,7 @@ def cpu_line(ms: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=os.environ.get("DATARAILROAD_MODELS", str(ROOT / "models")))
+    parser.add_argument("--models", default=str(settings.load().models))
     parser.add_argument("--seconds", type=float, default=12, help="per throughput measurement")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--runs", type=int, default=30, help="latency requests per server")

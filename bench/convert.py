@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._results import add_out_option, write_results  # noqa: E402
-from converters import FAMILIES, QUANTIZATIONS, manifest, pipeline  # noqa: E402
+from converters import FAMILIES, QUANTIZATIONS, pipeline  # noqa: E402
+from modelcontract import manifest  # noqa: E402
 from converters.errors import ConverterError  # noqa: E402
 
 SHARED_YOLOV5N = ROOT.parent / "shared" / "models" / "yolov5n.pt"
@@ -39,11 +40,10 @@ def weights_for(name: str, yolov5n: Path | None):
 
 
 def sizes(folder: Path) -> tuple[int, int]:
+    """(TF.js bytes, the other files' bytes) of an installed model."""
     data = manifest.read(folder)
-    tfjs_dirs = {p.rsplit("/", 1)[0] + "/" for p in data.get("tfjs", {}).values()}
-    files = data.get("files", {})
-    tfjs = sum(v for k, v in files.items() if any(k.startswith(d) for d in tfjs_dirs))
-    return tfjs, sum(files.values()) - tfjs
+    tfjs = manifest.browser_bytes(data)
+    return tfjs, sum(data.get("files", {}).values()) - tfjs
 
 
 def main() -> None:

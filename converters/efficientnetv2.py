@@ -33,7 +33,7 @@ from modelcontract import answers
 
 from . import classifier, sources, stages
 from .errors import ConverterError
-from .manifest import sha256_file
+from modelcontract.manifest import sha256_file
 
 NAME = "efficientnetv2-b0"
 TASK = "classify"

@@ -10,9 +10,6 @@ from importlib import metadata
 from pathlib import Path
 
 from modelcontract import manifest as contract
-# The names converters, their tests and benches import from here: the shared ones, not copies.
-from modelcontract.manifest import (  # noqa: F401
-    MANIFEST, SCHEMA_VERSION, file_digests, file_sizes, read, sha256_file)
 
 from .errors import ConverterError
 
@@ -43,6 +40,6 @@ def write(folder: Path, manifest: dict) -> Path:
         raise ConverterError(f"the built manifest does not match {contract.SCHEMA_PATH.name}: {exc}; "
                              "nothing was installed", "fix the family's build(), or describe the new field "
                              "in modelcontract/manifest.schema.json") from None
-    path = Path(folder) / MANIFEST
+    path = Path(folder) / contract.MANIFEST
     path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     return path

@@ -11,7 +11,7 @@ import numpy as np
 from modelcontract.settings import load
 
 from .errors import ConverterError
-from .manifest import sha256_file
+from modelcontract.manifest import sha256_file
 
 CACHE = load().cache  # DATARAILROAD_CACHE (modelcontract/settings.py)
 

@@ -213,7 +213,7 @@ def test_manifest_shape(handpose_dir, manifest):
     # the server artifact is the source file itself
     src = manifest["source"]["files"]
     for key, rel in manifest["server"]["models"].items():
-        from converters.manifest import sha256_file
+        from modelcontract.manifest import sha256_file
 
         assert sha256_file(handpose_dir / rel) == src[key]["sha256"]
     assert not list(handpose_dir.rglob("saved_model.pb"))

@@ -331,7 +331,7 @@ def http_server(models):
 
 
 def open_on_demo_test(context, url: str):
-    """Like tests.helpers.open_page, with demo.test (mapped to 127.0.0.1) counted as local."""
+    """Like tests.support.browser.open_page, with demo.test (mapped to 127.0.0.1) counted as local."""
     outside, errors = [], []
     page = context.new_page()
 

@@ -24,7 +24,8 @@ def tiny_classifier(tmp_path_factory):
     without waiting for the big conversions."""
     import tensorflow as tf
 
-    from converters import manifest, tfjs
+    from converters import tfjs
+    from modelcontract import manifest
 
     root = tmp_path_factory.mktemp("tiny-models")
     work = tmp_path_factory.mktemp("tiny-work")

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import manifest as manifest_io
+from modelcontract import manifest as manifest_io
 from .. import parity, sources, stages
 from ..errors import ConverterError
 from ..sources import Source

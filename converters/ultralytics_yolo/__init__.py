@@ -34,7 +34,7 @@ from .. import detections, parity, sources, stages, tfjs, tflite
 from ..errors import ConverterError
 from . import child
 from .child import RANDOM_SEED
-from ..manifest import sha256_file
+from modelcontract.manifest import sha256_file
 
 NAME = "yolo"
 TASK = "detect"

@@ -27,7 +27,7 @@ def edit_manifest(folder: Path, change) -> dict:
 def install_copy(src: Path, models: Path, model_id: str, digests: bool = True) -> Path:
     """A copy of a built model under a new id, with files_sha256 (as the converters write it)
     or, with digests=False, without (an old manifest)."""
-    from converters import manifest as manifest_io
+    from modelcontract import manifest as manifest_io
 
     folder = models / model_id
     shutil.copytree(src, folder)
