@@ -24,8 +24,8 @@ def tiny_classifier(tmp_path_factory):
     without waiting for the big conversions."""
     import tensorflow as tf
 
-    from converters import tfjs
-    from modelcontract import manifest
+    from converters import manifest, tfjs
+    from modelcontract.manifest import file_sizes
 
     root = tmp_path_factory.mktemp("tiny-models")
     work = tmp_path_factory.mktemp("tiny-work")
@@ -46,7 +46,7 @@ def tiny_classifier(tmp_path_factory):
     manifest.write(folder, minimal(
         id="tiny-classifier", task="classify", title="Tiny test classifier",
         input={"name": "x", "shape": [1, 32, 32, 3], "resize": "stretch", "scale": 1 / 255},
-        outputs={"format": "probabilities"}, labels=["a", "b", "c", "d"], files=manifest.file_sizes(folder)))
+        outputs={"format": "probabilities"}, labels=["a", "b", "c", "d"], files=file_sizes(folder)))
     yield root
     shutil.rmtree(root, ignore_errors=True)
 
