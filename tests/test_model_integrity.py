@@ -63,6 +63,23 @@ def test_broken_model_is_503_for_itself_only(client, model_id, reason):
     assert classify(client, "good").status_code == 200
 
 
+def test_default_model_skips_a_broken_one(models):
+    """Without ?model=, the task's defaults are tried in order ("crashing" and "no-input" sort
+    before "good"): a broken one installed beside a good one doesn't take the task down."""
+    client = create_app({"MODELS_DIR": models, "TESTING": True}).test_client()
+    for _ in range(2):
+        response = client.post("/api/v1/classify", data=photo_bytes("bus.jpg"), headers=JPEG)
+        assert response.status_code == 200, response.get_data()
+        assert response.get_json()["model"] == "good"
+
+
+def test_default_model_all_broken_is_503_naming_the_first(api_models, tmp_path):
+    truncate(install_copy(api_models["efficientnet-lite0"], tmp_path, "only") / "model.tflite")
+    client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()
+    response = client.post("/api/v1/classify", data=photo_bytes("bus.jpg"), headers=JPEG)
+    assert response.status_code == 503 and "'only'" in response.get_json()["error"]["message"]
+
+
 def test_readyz_reports_each_model_and_is_not_ready_while_one_is_broken(client):
     response = client.get("/readyz")
     assert response.status_code == 503

@@ -113,17 +113,21 @@ class Registry:
         self._failures[mid] = (version, why)
         return ModelUnavailable(f"model {mid!r} cannot serve: {why}; {manifests.REBUILD}")
 
+    def default_ids(self, task: str) -> list[str]:
+        """The task's default models in the order the API tries them (NoModel: none)."""
+        of_task = [m for m in self.manifests.installed() if m.get("task") == task]
+        candidates = [m for m in of_task if is_default_candidate(m)] or [m for m in of_task if m.get("server")]
+        if not candidates:
+            hint = manifests.INSTALL_HINTS.get(task)
+            raise NoModel(f"no {task} model is installed on the server"
+                          + (f"; install one with: {hint}" if hint else ""))
+        return [m["id"] for m in candidates]
+
     def choose(self, task: str, model_id: str | None) -> manifests.Model:
-        """The model asked for (or the task's default), valid: a broken one raises
+        """The model asked for (or the task's first default), valid: a broken one raises
         ModelUnavailable; a missing one UnknownModel (or NoModel for the default)."""
         if model_id is None:
-            of_task = [m for m in self.manifests.installed() if m.get("task") == task]
-            candidates = [m for m in of_task if is_default_candidate(m)] or [m for m in of_task if m.get("server")]
-            if not candidates:
-                hint = manifests.INSTALL_HINTS.get(task)
-                raise NoModel(f"no {task} model is installed on the server"
-                              + (f"; install one with: {hint}" if hint else ""))
-            model_id = candidates[0]["id"]
+            model_id = self.default_ids(task)[0]
         model = self.manifests.get(model_id)
         if model is None:
             raise UnknownModel(model_id, [m["id"] for m in self.manifests.installed() if m.get("task") == task])
@@ -134,8 +138,20 @@ class Registry:
         return model
 
     def get(self, task: str, model_id: str | None = None) -> Runner:
-        model = self.choose(task, model_id)
-        mid, manifest = model.id, model.manifest
+        """The runner of the model asked for; without one, of the first default that can serve,
+        so a broken model installed beside good ones does not take the task down."""
+        if model_id is not None:
+            return self._runner(self.choose(task, model_id))
+        first = None
+        for candidate in self.default_ids(task):
+            try:
+                return self._runner(self.choose(task, candidate))
+            except ModelUnavailable as exc:
+                first = first or exc
+        raise first
+
+    def _runner(self, model: manifests.Model) -> Runner:
+        task, mid, manifest = model.manifest["task"], model.id, model.manifest
         if not manifest.get("server"):
             raise ModelUnavailable(f"model {mid!r} has no server artifact in its manifest; "
                                    "rebuild it with the converter")
