@@ -112,7 +112,7 @@ def resolve_source(weights: str | None) -> sources.Source:
                               extra={"architecture": Path(weights).name},
                               licence=sources.licence(sources.RANDOM_WEIGHTS))
     source = sources.local_weights(weights, KIND, (".pt",))
-    from .yolov5.checkpoint import checkpoint_globals
+    from ..yolov5.checkpoint import checkpoint_globals
 
     names = checkpoint_globals(source.path, EXPECTED)
     if "models.yolo Model" in names:
