@@ -34,8 +34,6 @@ TRIAL_TIMEOUT_S = 120
 _TRIAL = """
 import sys
 import numpy as np
-
-from modelcontract.settings import load
 from ai_edge_litert.interpreter import Interpreter
 interpreter = Interpreter(model_path=sys.argv[1], num_threads=1)
 interpreter.allocate_tensors()
