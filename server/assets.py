@@ -10,6 +10,8 @@ from pathlib import Path
 
 from flask import Blueprint, abort, send_file
 
+from modelcontract import manifest as contract
+
 from . import config, manifests
 
 vendor_bp = Blueprint("vendor", __name__, url_prefix="/vendor")
@@ -94,10 +96,10 @@ def model_file(model_id: str, filename: str):
     if model.error:  # its file list can't be trusted
         abort(503, description=f"model {model_id!r} cannot serve: {model.error}; {manifests.REBUILD}")
     manifest = model.manifest
-    if filename != manifests.MANIFEST and filename not in manifest.get("files", {}):
+    if filename != contract.MANIFEST and filename not in manifest.get("files", {}):
         abort(404, description=f"model {model_id!r} has no file {filename!r}")
     # Listed is not enough: a manifest could list '../x' or a symlink out of the folder.
-    path = manifests.model_path(model.folder, filename)
+    path = contract.model_path(model.folder, filename)
     if path is None:
         abort(404, description=f"model {model_id!r} has no regular file {filename!r} inside its folder")
     # Shard names are not content-hashed and a rebuild rewrites them: always revalidate.

@@ -22,8 +22,7 @@ from pathlib import Path
 from flask import current_app
 
 from modelcontract import manifest as contract
-# What pages, assets and the runners use from the shared manifest view, by their names here.
-from modelcontract.manifest import MANIFEST, model_path, server_artifacts  # noqa: F401
+from modelcontract.manifest import MANIFEST
 
 EXTENSION = "datarailroad.manifests"
 

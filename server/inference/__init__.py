@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from modelcontract import manifest as contract
 from modelcontract.settings import Settings, load
 
 from .. import config, manifests
@@ -102,7 +103,7 @@ class Registry:
             return "its files do not match its manifest: " + "; ".join(problems[:5]) \
                 + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
         if self.local:
-            for name in manifests.server_artifacts(manifest):
+            for name in contract.server_artifacts(manifest):
                 try:
                     litert.trial_load(self.models_dir / manifest["id"] / name)
                 except (litert.LoadError, OSError) as exc:
