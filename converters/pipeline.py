@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from modelcontract import manifest as contract
+from modelcontract.settings import load
 
 from . import FAMILIES, model_folder_name
 from . import manifest as manifest_io
@@ -83,11 +84,9 @@ def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
 def convert(name: str, weights: str | None = None, out: Path | None = None,
             quantize: str = "none", force: bool = False, imgsz: int | None = None) -> Path:
     """Build one model into ``out/<name>[-<imgsz>][-<quantize>]``; returns the installed folder."""
-    from modelcontract.paths import default_models_dir
-
     mod = family(name)
     imgsz = stages.input_side(mod, imgsz)
-    out = Path(out) if out else default_models_dir()
+    out = Path(out) if out else load().models
     target = out / model_folder_name(name, quantize, imgsz, getattr(mod, "IMGSZ", None))
     started = time.perf_counter()
     source = mod.resolve_source(weights)
@@ -181,9 +180,7 @@ def _sweep(builds: Path, target: Path) -> None:
 
 def is_installed(name: str, out: Path | None, quantize: str) -> bool:
     """Installed by this converter version (an older one's output is rebuilt by `all`)."""
-    from modelcontract.paths import default_models_dir
-
-    folder = Path(out) if out else default_models_dir()
+    folder = Path(out) if out else load().models
     current = installed_manifest(folder / model_folder_name(name, quantize))
     return bool(current) and current.get("converter_version") == CONVERTER_VERSION
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract.manifest import sha256_file
 from modelcontract.settings import load
 
 from .errors import ConverterError
-from modelcontract.manifest import sha256_file
 
 CACHE = load().cache  # DATARAILROAD_CACHE (modelcontract/settings.py)
 
