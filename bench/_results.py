@@ -20,9 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.browser import CHROMIUM
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-CHROMIUM = "/usr/bin/chromium"
 # Keys write_results sets itself; a bench's own figures go beside them.
 META = ("bench", "date", "machine", "command", "args")
 
