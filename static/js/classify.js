@@ -15,7 +15,7 @@ const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 const TOP_K = 5;
 
-const state = {queue: Promise.resolve(), done: 0, live: null, liveBusy: false, liveFrames: 0};
+const state = {queue: Promise.resolve(), classesRead: false, done: 0, live: null, liveBusy: false, liveFrames: 0};
 // Images wait in state.queue and run on the model through session.use(); a live frame marks itself busy.
 const session = new PageSession({
   task: 'classify',
@@ -92,7 +92,7 @@ function newCard(name) {
   title.textContent = name;
   const body = document.createElement('div');
   body.className = 'body';
-  body.textContent = 'Waiting…';
+  body.textContent = session.opened ? 'Waiting…' : 'Waiting for the model to load (see the status line)…';
   card.append(title, body);
   $('cards').prepend(card);
   return card;
@@ -248,11 +248,12 @@ async function startLive() {
     return;
   }
   $('live').hidden = false;
+  if (!session.opened) $('live-ms').textContent = 'Live runs as soon as the model is ready (see the status line).';
   $('live-button').setAttribute('aria-pressed', 'true');
   $('live-button').textContent = 'Stop live';
   state.live = onVideoFrames(video, () => {
     const opened = session.opened;
-    if (state.liveBusy || !opened || (opened.backend === SERVER && !serverReady())) return;
+    if (state.liveBusy || !opened || !state.classesRead || (opened.backend === SERVER && !serverReady())) return;
     state.liveBusy = true;
     liveFrame(video, opened)
       .catch((err) => { $('live-ms').textContent = `Failed: ${err.message}`; })
@@ -313,7 +314,10 @@ async function main() {
     sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live),
     stillHint: 'Start the live camera to record, or add images of the class.',
   });
-  await Promise.all([session.start(), yours.load()]);
+  // Your classes take part in every result: read first (images and teaching queue behind it).
+  state.queue = yours.load().then(() => { state.classesRead = true; });
+  // The controls work from the first moment: images picked while the model loads wait in
+  // the queue (their cards say so) and run once it is open (session.use).
   $('image-files').addEventListener('change', (e) => {
     addFiles(Array.from(e.target.files));
     e.target.value = '';
@@ -329,6 +333,7 @@ async function main() {
   $('clear-button').addEventListener('click', clearCards);
   window.addEventListener('pagehide', stopLive);
   if (new URLSearchParams(location.search).get('live') === '1') startLive();
+  await session.start();
 }
 
 main().catch((err) => {

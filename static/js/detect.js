@@ -222,10 +222,10 @@ async function toggleRecording() {
   delete button.dataset.recording;
 }
 
+// The controls work from the first moment: a file picked or the camera started while the
+// model loads waits for it (FrameSource), instead of being dropped.
 async function main() {
   if (!(pageData().models || []).length) return;
-  await session.start();
-
   frames.wire($, (kind) => {
     if (!kind) return;
     $('pause-button').disabled = kind === 'image';
@@ -252,10 +252,10 @@ async function main() {
   $('max-det').addEventListener('change', rerunImage);
   $('class-filter').addEventListener('change', rerunImage);
 
-  // A live demo starts live: open the camera unless the page was asked not to.
-  if (urlOverride('camera') !== '0') {
-    $('camera-button').click();
-  }
+  // A live demo starts live: the camera opens while the model loads, unless the page was
+  // asked not to.
+  if (urlOverride('camera') !== '0') $('camera-button').click();
+  await session.start();
 }
 
 main().catch((err) => {

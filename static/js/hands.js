@@ -29,6 +29,7 @@ const SWAP = {Left: 'Right', Right: 'Left'};
 const state = {
   runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',
   frames: 0,
+  loaded: false,   // your gestures are read (they take part in every frame)
 };
 
 const hud = new Hud($('hud'), ['grab', 'estimate', 'gesture', 'draw']);
@@ -41,7 +42,7 @@ let yours = null;   // "Your gestures" (made in main: the panel is there only wi
 const frames = new FrameSource({
   video: $('video'),
   process: (frame, how) => processFrame(frame, how),
-  ready: () => session.opened && (!session.onServer || serverReady()),
+  ready: () => state.loaded && session.opened && (!session.onServer || serverReady()),
   onMessage: showMessage,
   onLoop: () => {
     hud.reset();
@@ -280,8 +281,8 @@ async function main() {
     isLive: () => frames.kind === 'camera' || frames.kind === 'video',
     onChange: () => { if (frames.kind === 'image') frames.runImage(); },
   });
-  await Promise.all([session.start($('variant-select'), $('max-hands')), yours.load()]);
-
+  // The controls work from the first moment: a file picked or the camera started while the
+  // model loads waits for it (FrameSource's ready), instead of being dropped.
   frames.wire($, (kind) => {
     if (!kind) return;
     $('pause-button').disabled = kind === 'image';
@@ -292,8 +293,10 @@ async function main() {
     if (frames.kind === 'image') frames.runImage();
   });
 
-  // A live demo starts live: open the camera unless the page was asked not to.
+  // A live demo starts live: the camera opens while the model loads, unless the page was
+  // asked not to.
   if (urlOverride('camera') !== '0') $('camera-button').click();
+  await Promise.all([session.start($('variant-select'), $('max-hands')), yours.load().then(() => { state.loaded = true; })]);
 }
 
 main().catch((err) => {

@@ -46,7 +46,7 @@ export class LoadPanel {
 //   options()    openModel's options for this open: parts, create, answer, warm, key (model-open.js);
 //                the object also reaches label() and opened()
 //   busy()       a frame is in flight on the open model (it is freed only once that is false)
-//   stop()       before an open: stop starting frames
+//   stop()       before a reopen: stop starting frames on the old model
 //   opened(o, options)  after an open, before any frame: the page's own set-up
 //   restart()    after a reopen (not the first open): frames again
 //   label(o, options)   the status line's prefix
@@ -63,6 +63,8 @@ export class PageSession {
     this.chain = Promise.resolve();
     this.pending = 0;      // opens queued or running
     this.using = 0;        // use() calls running on the open model
+    // Settles once start() has tried its first open: use() called earlier waits for it.
+    this.started = new Promise((resolve) => { this.startDone = resolve; });
   }
 
   get onServer() {
@@ -72,13 +74,17 @@ export class PageSession {
   // Probe the backends, ask the server for its models, set up the selector, open the first
   // model and reopen whenever the model, backend or `more` selectors change.
   async start(...more) {
-    const [probed, serverIds] = await Promise.all([probeBackends(), this.page.server ? serverModels(this.page.task) : []]);
-    Object.assign(this, {probed, serverIds});
-    setupBackendSelect(this.backendSelect, probed, serverIds);
-    for (const select of [this.modelSelect, this.backendSelect, ...more]) {
-      select.addEventListener('change', () => this.reopen());
+    try {
+      const [probed, serverIds] = await Promise.all([probeBackends(), this.page.server ? serverModels(this.page.task) : []]);
+      Object.assign(this, {probed, serverIds});
+      setupBackendSelect(this.backendSelect, probed, serverIds);
+      for (const select of [this.modelSelect, this.backendSelect, ...more]) {
+        select.addEventListener('change', () => this.reopen());
+      }
+      await this.queue(() => this.open());
+    } finally {
+      this.startDone();
     }
-    await this.queue(() => this.open());
   }
 
   // One open at a time, behind any still running; a failure is reported on the panel.
@@ -96,9 +102,10 @@ export class PageSession {
     return run;
   }
 
-  // fn(opened) on the open model once no open is queued; the model is not freed while it
-  // runs. Throws when the last open failed.
+  // fn(opened) on the open model once the first open was tried and no open is queued; the
+  // model is not freed while it runs. Throws when the last open failed.
   async use(fn) {
+    await this.started;
     while (this.pending) await this.chain;
     if (!this.opened) throw new Error('No model is open (see the status above).');
     const opened = this.opened;
@@ -112,8 +119,10 @@ export class PageSession {
 
   async open() {
     const {page, panel} = this;
-    if (page.stop) page.stop();
     const old = this.opened;
+    // Only a model that was open has frames to stop: a source chosen while the first model
+    // loads keeps waiting for it (FrameSource), and runs once it is open.
+    if (old && page.stop) page.stop();
     this.opened = null;   // no new frame starts on the old model
     await frameDone(() => page.busy() || this.using > 0);
     if (old && old.model) old.model.dispose();

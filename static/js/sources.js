@@ -7,14 +7,18 @@ import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideo
   measureFrameRate, seekVideo, videoDuration} from './inputs.js';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const waitingText = (what) => `${what} runs as soon as the model is ready (see the status line).`;
 
 export class FrameSource {
   // process(frame, {mirrored, live, file, source}) -> Promise, frame = {canvas, width, height, grabMs}
   // ready() -> whether a frame may start now (model loaded, request rate); onMessage(text)
   // shows a user-facing message ('' clears it); onLoop() runs before each new loop;
   // onProgress(done, total, fps) after each frame of a file run frame by frame.
+  // A source chosen before ready() (the model still loading or switching) waits for it:
+  // an image runs once, as soon as it may; live frames start then.
   constructor({video, process, ready = () => true, onMessage, onLoop = () => {}, onProgress = () => {}}) {
     Object.assign(this, {video, process, ready, onMessage, onLoop, onProgress});
+    this.imageWaiting = null;   // the image whose run waits for ready()
     this.everyFrame = false;
     this.fileRun = null;    // the frame-by-frame run in progress (a newer one ends it)
     this.kind = null;       // 'camera' | 'video' | 'image'
@@ -50,8 +54,14 @@ export class FrameSource {
   startLoop(mirrored) {
     this.stopLoop();
     this.onLoop();
+    let waiting = !this.ready();   // chosen while the model loads: say so until the first frame
+    if (waiting) this.onMessage(waitingText(this.kind === 'camera' ? 'The camera' : this.name || 'The video'));
     this.stop = onVideoFrames(this.video, () => {
       if (this.busy || this.paused || !this.ready()) return;   // never two frames in flight
+      if (waiting) {
+        waiting = false;
+        this.onMessage('');
+      }
       this.busy = true;
       this.process(this.grab(this.video), {mirrored, live: true, file: null, source: this.video})
         .catch((err) => this.onMessage(`Processing failed: ${err.message}`))
@@ -73,9 +83,11 @@ export class FrameSource {
     const total = Math.max(1, Math.floor(duration * fps + 1e-6));
     this.onLoop();
     this.onProgress(0, total, fps);
+    if (!this.ready()) this.onMessage(waitingText(this.name || 'The video'));
     for (let i = 0; i < total; i++) {
       while ((this.paused || !this.ready()) && current()) await sleep(50);
       if (!current()) return;
+      if (i === 0) this.onMessage('');
       await seekVideo(video, Math.min((i + 0.5) / fps, duration));
       if (!current()) return;
       this.busy = true;
@@ -100,9 +112,18 @@ export class FrameSource {
     return Promise.resolve();
   }
 
+  // The image source once: at once when ready(), else as soon as it is (a rerun asked while
+  // it waits is that same run; a newer source ends the wait).
   async runImage() {
-    if (!this.image) return;
-    while (this.busy) await new Promise((r) => setTimeout(r, 10));
+    const image = this.image;
+    if (!image || this.imageWaiting === image) return;
+    if (!this.ready()) {
+      this.imageWaiting = image;
+      const ready = await this.waitReady(image);
+      if (this.imageWaiting === image) this.imageWaiting = null;
+      if (!ready) return;
+    }
+    while (this.busy) await sleep(10);
     this.busy = true;
     try {
       await this.process(this.grab(this.image), {mirrored: false, live: false, file: this.file, source: this.image});
@@ -111,6 +132,16 @@ export class FrameSource {
     } finally {
       this.busy = false;
     }
+  }
+
+  // Resolves true once ready(), false when `image` stopped being the source first.
+  async waitReady(image) {
+    this.onMessage(waitingText(this.name || 'The image'));
+    const current = () => this.kind === 'image' && this.image === image;
+    while (!this.ready() && current()) await sleep(50);
+    if (!current()) return false;
+    this.onMessage('');
+    return true;
   }
 
   async startCamera() {
