@@ -28,6 +28,8 @@ worker_connections = settings.connections
 # A client must send its request line and headers within this time, and an idle keep-alive
 # connection is closed after it; the body has the same limit between two reads (server/front.py).
 keepalive = max(1, round(settings.idle_timeout))
+# Answers are bounded by DATARAILROAD_SEND_TIMEOUT: no byte taken by the client for that long,
+# the connection is cut; refused requests get a lingering close (Worker.handle, server/front.py).
 preload_app = True
 timeout = 120  # heartbeat: a worker whose event loop is stuck this long is restarted
 accesslog = "-"
@@ -56,7 +58,11 @@ _REASON_CODES = {400: "bad_request", 403: "forbidden", 431: "request_header_fiel
 
 def write_json_error(sock, status_int, reason, mesg):
     """gunicorn's own error answers (a request line or headers it cannot parse: 400, 431,
-    501), as the app's JSON ``{"error": {"code", "message"}}`` instead of an HTML page."""
+    501), as the app's JSON ``{"error": {"code", "message"}}`` instead of an HTML page. The
+    connection is closed after it, with a lingering close: the client may still be sending
+    the rest of the request (e.g. a body after a 24 KB request line)."""
+    if isinstance(sock, front.Connection):
+        sock.linger_on_close()
     body = json.dumps({"error": {"code": _REASON_CODES.get(status_int, "error"),
                                  "message": f"{reason}: {mesg}" if mesg else reason}}).encode()
     head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
@@ -78,6 +84,11 @@ class Worker(GeventWorker):
         self.sockets = [socket.socket(s.FAMILY, socket.SOCK_STREAM, fileno=s.sock.fileno())
                         for s in self.sockets]
 
+    def handle(self, listener, client, addr):
+        """Each client's socket as a front.Connection: its answers are cut for a slow reader
+        (DATARAILROAD_SEND_TIMEOUT), its close lingers after a refused request."""
+        super().handle(listener, front.Connection(client, settings.send_timeout), addr)
+
     def run(self):
         util.write_error = write_json_error  # used by Worker.handle_error (this process only)
         front.use_thread_pool(self.cfg.threads)
@@ -89,6 +100,11 @@ worker_class = Worker
 
 def post_request(worker, req, environ, resp):
     """A request whose body the app could not read to its end (timeout, malformed chunk,
-    over the limit) must not be followed by another on the same connection."""
+    over the limit) must not be followed by another on the same connection. When the
+    connection ends after this answer, it ends with a lingering close: the client may still
+    be sending a body nobody read (e.g. a 413 to a `Connection: close` upload)."""
     if environ.get(front.CLOSE_CONNECTION):
         req.must_close = True
+    sock = environ.get("gunicorn.socket")
+    if isinstance(sock, front.Connection) and (req.must_close or (resp is not None and resp.should_close())):
+        sock.linger_on_close()

@@ -160,6 +160,9 @@ class Settings:
                                   shown="15 s", bound=Bound(low=0, above=True, high=30, clamp_high=True))
     body_timeout: float = setting("DATARAILROAD_BODY_TIMEOUT", float, "seconds for a whole request body (408 past "
                                   "it)", 120.0, shown="120 s", bound=POSITIVE)
+    send_timeout: float = setting("DATARAILROAD_SEND_TIMEOUT", float, "seconds a client may accept no byte of an "
+                                  "answer the server is sending (a slow reader): then the connection is cut",
+                                  30.0, shown="30 s", bound=POSITIVE)
     buffer_bytes: int = setting("DATARAILROAD_BUFFER_BYTES", int, "request bodies one worker holds in memory at "
                                 "once (a new body past it: 503)", 64 * MiB, shown="64 MiB", bound=AT_LEAST_1)
     # LiteRT (server/inference/litert.py)
