@@ -51,21 +51,33 @@ export class FrameSource {
     this.fileRun = null;
   }
 
+  // Frames as the video presents them, one in flight. A frame presented while one is in
+  // flight is taken the moment it finishes, not at the next presentation: waiting for that
+  // idled up to a frame interval (33 ms at 30 fps) after every inference.
   startLoop(mirrored) {
     this.stopLoop();
     this.onLoop();
     let waiting = !this.ready();   // chosen while the model loads: say so until the first frame
     if (waiting) this.onMessage(waitingText(this.kind === 'camera' ? 'The camera' : this.name || 'The video'));
-    this.stop = onVideoFrames(this.video, () => {
+    let fresh = false;             // a frame was presented since the last grab
+    const step = () => {
       if (this.busy || this.paused || !this.ready()) return;   // never two frames in flight
       if (waiting) {
         waiting = false;
         this.onMessage('');
       }
+      fresh = false;
       this.busy = true;
       this.process(this.grab(this.video), {mirrored, live: true, file: null, source: this.video})
         .catch((err) => this.onMessage(`Processing failed: ${err.message}`))
-        .finally(() => { this.busy = false; });
+        .finally(() => {
+          this.busy = false;
+          if (fresh && this.stop === stop) step();
+        });
+    };
+    const stop = this.stop = onVideoFrames(this.video, () => {
+      fresh = true;
+      step();
     });
   }
 
