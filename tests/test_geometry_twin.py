@@ -62,3 +62,49 @@ def test_prepare_input_is_prepare():
             assert np.allclose(got["transform"], [transform.scale_x, transform.scale_y,
                                                   transform.offset_x, transform.offset_y], rtol=1e-12, atol=0)
             assert got["leaked"] == 0
+
+
+UNRESIZED_RUNNER = TFJS_PRELUDE + """
+const {prepareInput, unresizedGeometry, unresizedInput} = await import(%s);
+let text = '';
+process.stdin.on('data', (d) => { text += d; });
+process.stdin.on('end', () => {
+  const out = [];
+  for (const c of JSON.parse(text)) {
+    const [h, w] = c.shape;
+    const g = unresizedGeometry(w, h, c.spec);
+    if (!g) { out.push(null); continue; }
+    const rgba = new Uint8ClampedArray(h * w * 4);
+    c.pixels.forEach((v, i) => { rgba[Math.floor(i / 3) * 4 + (i %% 3)] = v; });
+    const fast = unresizedInput(rgba, w, h, g, c.spec);
+    const pixels = tf.tensor3d(c.pixels, c.shape, 'int32');
+    const tensorPath = prepareInput(pixels, c.spec).input;
+    out.push({fast: Array.from(fast.dataSync()), tensorPath: Array.from(tensorPath.dataSync()), shape: fast.shape});
+    tf.dispose([fast, pixels, tensorPath]);
+  }
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+def test_unresized_input_is_the_tensor_path_and_prepare_bit_for_bit():
+    """The one-pass input of a canvas that needs no resize (a 640x480 frame into a 640x640
+    letterbox) is the tensor path's and Python's, to the bit; it declines other cases."""
+    rng = np.random.default_rng(12)
+    letterbox = {"shape": [1, 64, 64, 3], "resize": "letterbox", "pad_value": 114, "scale": 1 / 255}
+    stretch = {"shape": [1, 48, 40, 3], "resize": "stretch", "scale": 1 / 255}
+    cases = [((48, 64), letterbox, True), ((64, 40), letterbox, True), ((64, 64), letterbox, True),
+             ((48, 40), stretch, True), ((47, 70), letterbox, False), ((48, 64), stretch, False),
+             ((48, 40), SPECS[3], False), ((64, 64), SPECS[0], False)]
+    images = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for shape, _, _ in cases]
+    results = run_node(UNRESIZED_RUNNER % js_url(JS / "geometry.js"),
+                       [{"pixels": img.ravel().tolist(), "shape": list(img.shape), "spec": spec}
+                        for img, (_, spec, _) in zip(images, cases)])
+    for img, (shape, spec, applies), got in zip(images, cases, results):
+        assert (got is not None) == applies, (shape, spec)
+        if not applies:
+            continue
+        want, _ = prepare(img, spec)
+        fast = np.asarray(got["fast"], np.float32).reshape(want.shape)
+        assert np.array_equal(fast, np.asarray(got["tensorPath"], np.float32).reshape(want.shape)), shape
+        assert np.array_equal(fast, want), shape

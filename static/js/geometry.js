@@ -76,9 +76,52 @@ export function resizeWindow(pixels, h, w, top, left, rows, cols) {
   });
 }
 
+// A width x height image that goes into the model input without a resize (a 640x480 camera
+// frame letterboxed to 640x640, say) and without mean/std: its geometry, else null.
+export function unresizedGeometry(width, height, spec) {
+  const [, dstH, dstW] = spec.shape;
+  const identity = (v, by) => !v || v.every((x) => x === by);
+  if (!identity(spec.mean, 0) || !identity(spec.std, 1)) return null;
+  const resize = spec.resize || 'stretch';
+  const g = resize === 'letterbox' ? letterboxGeometry(width, height, dstW, dstH)
+    : resize === 'stretch' ? {newW: dstW, newH: dstH, left: 0, top: 0} : null;
+  return g && g.newW === width && g.newH === height ? g : null;
+}
+
+// RGBA bytes of such an image (unresizedGeometry's g) -> the model input [1,H,W,3], in one
+// pass straight into its array: the same float32 values as prepareInput's tensor path (pixel
+// x scale and pad value x scale, each one float32 product: exact in a double, then rounded
+// once on the store), without its four full passes (fromPixels, toFloat, pad, mul).
+export function unresizedInput(rgba, width, height, g, spec) {
+  const [, dstH, dstW] = spec.shape;
+  const scale = Math.fround(spec.scale ?? 1);
+  const values = new Float32Array(dstH * dstW * 3).fill(Math.fround(spec.pad_value || 0) * scale);
+  for (let y = 0; y < height; y++) {
+    let from = y * width * 4;
+    let to = ((y + g.top) * dstW + g.left) * 3;
+    for (let x = 0; x < width; x++, from += 4, to += 3) {
+      values[to] = rgba[from] * scale;
+      values[to + 1] = rgba[from + 1] * scale;
+      values[to + 2] = rgba[from + 2] * scale;
+    }
+  }
+  return tf.tensor4d(values, [1, dstH, dstW, 3]);
+}
+
 // source (video, image, canvas, ImageBitmap or an int32/float [h,w,3] tensor) ->
 // {input: [1,H,W,3] float32 tensor, transform, width, height}. The caller disposes input.
 export function prepareInput(source, spec) {
+  // A canvas that needs no resize, where TF.js computes on the CPU anyway (WASM, CPU; the
+  // helper of LiteRT): one pass (a GPU backend does the tensor path on the GPU instead).
+  const canvas = typeof HTMLCanvasElement === 'function' && source instanceof HTMLCanvasElement;
+  const g = canvas && ['wasm', 'cpu'].includes(tf.getBackend()) && unresizedGeometry(source.width, source.height, spec);
+  const ctx = g && source.getContext('2d', {willReadFrequently: true});   // null on a WebGL canvas
+  if (ctx) {
+    const {width, height} = source;
+    const rgba = ctx.getImageData(0, 0, width, height).data;
+    return {input: unresizedInput(rgba, width, height, g, spec), width, height,
+            transform: makeTransform(g.newW / width, g.newH / height, g.left, g.top)};
+  }
   const [, dstH, dstW] = spec.shape;
   const isTensor = source instanceof tf.Tensor;
   const {width, height} = isTensor ? {width: source.shape[1], height: source.shape[0]} : sourceSize(source);
