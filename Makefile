@@ -22,12 +22,12 @@ test: tools system-deps setup lint
 test-quick:
 	$(MAKE) test PYTEST_ARGS='-m "not slow" $(PYTEST_ARGS)'
 
-# The unit part only (no model built, no browser, no server processes; tests/conftest.py
-# sorts each test by what it needs): the loop while editing.
+# The unit part only (tests/unit: no model built, no browser, no server processes): the loop
+# while editing.
 test-fast:
-	$(MAKE) test PYTEST_ARGS='-m unit $(PYTEST_ARGS)'
+	$(MAKE) test PYTEST_ARGS='tests/unit $(PYTEST_ARGS)'
 
-# ruff.toml holds the rule set: bugs, not style.
+# pyproject.toml holds ruff's rule set: bugs, not style.
 lint: setup
 	$(VENV)/bin/ruff check .
 
@@ -36,11 +36,13 @@ setup: $(VENV)/.installed node_modules/.package-lock.json
 # torch first is not needed: the exact pins make pip take the CPU-usable wheels it has.
 # tensorflowjs & co. go in without their declared deps (they would replace tensorflow-cpu).
 # triton (pulled by torch) segfaults when TF is imported first; CPU use never needs it.
-$(VENV)/.installed: requirements.txt requirements-serve.txt requirements-nodeps.txt
+# Last, the project itself, editable and without deps (pyproject.toml): imports by name everywhere.
+$(VENV)/.installed: requirements.txt requirements-serve.txt requirements-nodeps.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt
 	$(PY) -m pip uninstall -y -q triton || true
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
 node_modules/.package-lock.json: package-lock.json
@@ -100,7 +102,8 @@ cluster-stop:
 SERVE_VENV ?= .venv-serve
 serve-install: $(SERVE_VENV)/.installed
 
-$(SERVE_VENV)/.installed: requirements-serve.txt
+$(SERVE_VENV)/.installed: requirements-serve.txt pyproject.toml
 	test -x $(SERVE_VENV)/bin/python || $(PYTHON) -m venv $(SERVE_VENV)
 	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-serve.txt
+	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@

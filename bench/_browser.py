@@ -3,16 +3,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from bench._results import add_out_option  # noqa: E402
-from tests.support.browser import launch  # noqa: E402
-from tests.support.servers import live_server  # noqa: E402
+from bench._results import add_out_option
+from harness.browser import launch
+from harness.servers import live_server
 
 
 def parse_args(name: str, description: str, backends=("wasm", "webgl", "cpu"),

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.browser import CHROMIUM
+from harness.browser import CHROMIUM
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

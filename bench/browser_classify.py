@@ -15,8 +15,8 @@ from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, ser
 import numpy as np
 
 from bench._results import write_results
-from tests.support.browser import drop_files
-from tests.support.photos import photo_bytes
+from harness.browser import drop_files
+from harness.photos import photo_bytes
 
 
 def main() -> None:

@@ -31,9 +31,9 @@ from bench._results import write_results
 from converters.sources import load_photo
 from modelcontract import manifest as manifest_io
 from modelcontract.geometry import prepare
-from tests.support.browser import fake_camera_flags
-from tests.support.clips import write_y4m
-from tests.support.photos import letterbox_rgb
+from harness.browser import fake_camera_flags
+from harness.clips import write_y4m
+from harness.photos import letterbox_rgb
 
 FRAME_TIMES = """async (n) => {
   const list = document.getElementById('results');

@@ -30,9 +30,9 @@ from pathlib import Path
 from _browser import ROOT, median, server_and_browser
 
 from bench._results import add_out_option, write_results
-from tests.support.browser import fake_camera_flags
-from tests.support.clips import write_y4m
-from tests.support.photos import letterbox_rgb
+from harness.browser import fake_camera_flags
+from harness.clips import write_y4m
+from harness.photos import letterbox_rgb
 
 STAGES = ("grab", "estimate", "gesture", "draw")
 

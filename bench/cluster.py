@@ -33,13 +33,12 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from bench._results import add_out_option, write_results  # noqa: E402
-from modelcontract import settings  # noqa: E402
-from server.cluster.local import LocalCluster, cluster_processes, down  # noqa: E402
-from tests.support.photos import photo_bytes  # noqa: E402
-from tests.support.servers import Gunicorn, proc_stat  # noqa: E402
+from bench._results import add_out_option, write_results
+from modelcontract import settings
+from server.cluster.local import LocalCluster, cluster_processes, down
+from harness.photos import photo_bytes
+from harness.servers import Gunicorn, proc_stat
 
 SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
 JPEG = {"Content-Type": "image/jpeg"}

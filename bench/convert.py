@@ -13,18 +13,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from bench._results import add_out_option, write_results  # noqa: E402
-from converters import FAMILIES, QUANTIZATIONS, pipeline  # noqa: E402
-from modelcontract import manifest  # noqa: E402
-from converters.errors import ConverterError  # noqa: E402
+from bench._results import add_out_option, write_results
+from converters import FAMILIES, QUANTIZATIONS, pipeline
+from modelcontract import manifest
+from converters.errors import ConverterError
 
 SHARED_YOLOV5N = ROOT.parent / "shared" / "models" / "yolov5n.pt"
 # Families that need --weights offline; everything else has offline defaults.

@@ -22,8 +22,8 @@ import numpy as np
 from _browser import ROOT, median, native_litert_ms
 
 from bench._results import add_out_option, write_results
-from tests.support.browser import launch
-from tests.support.servers import live_server
+from harness.browser import launch
+from harness.servers import live_server
 
 PAGE_MS = """async ([b64, shape, n]) => {
   const litert = await import('/static/js/litert.js');

@@ -31,12 +31,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from bench._results import add_out_option, write_results  # noqa: E402
-from modelcontract.boxes import box_iou  # noqa: E402
-from tests.support.photos import photo_bytes  # noqa: E402
-from tests.support.servers import Gunicorn  # noqa: E402
+from bench._results import add_out_option, write_results
+from modelcontract.boxes import box_iou
+from harness.photos import photo_bytes
+from harness.servers import Gunicorn
 
 
 JPEG = {"Content-Type": "image/jpeg"}

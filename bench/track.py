@@ -16,18 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from bench._results import add_out_option, write_results  # noqa: E402
-from modelcontract.track import LineCounter, Tracker  # noqa: E402
+from bench._results import add_out_option, write_results
+from modelcontract.track import LineCounter, Tracker
 
 PERSON_CROP = (48, 399, 244, 902)   # a person in bus.jpg standing clear of the others
 
@@ -165,7 +162,7 @@ def tracker_cost(objects: int = 50, frames: int = 200) -> dict:
     """ms a frame of the Python tracker (median of 3 passes) and of the JS twin (Node, median
     of 5 after a warm-up pass) on the same scene: 50 objects moving and jittering, some missed
     or weak, with clutter, in 1920x1080."""
-    from tests.track_scenes import scene
+    from harness.track_scenes import scene
 
     dets = scene(0, frames=frames, objects=objects, size=(1920, 1080), clutter=2.0)
     passes = []

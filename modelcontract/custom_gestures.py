@@ -1,7 +1,7 @@
 """Python twin of static/js/custom-gestures.js: your own hand gestures as recorded examples
 (21 keypoints normalised to 40 numbers), matched by k nearest neighbours (example_sets).
 The hands page records and exports the file; POST /api/v1/hands takes it as its ``custom``
-part and answers the same names (tests/test_custom_gestures.py runs both on the same hands
+part and answers the same names (tests/unit/test_custom_gestures.py runs both on the same hands
 and the same bad files). custom-gestures.js's header explains the rules.
 """
 from __future__ import annotations

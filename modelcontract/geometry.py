@@ -24,7 +24,7 @@ import numpy as np
 
 # OpenCV's float32 INTER_LINEAR resize uses the same half-pixel rule (no antialiasing, edges
 # clamped); it differs from resize_bilinear only in rounding the sample positions to float32
-# (5e-5 on 0..255 values for photos, under 0.02 at worst: tests/test_preprocess.py) and is
+# (5e-5 on 0..255 values for photos, under 0.02 at worst: tests/unit/test_preprocess.py) and is
 # several times faster.
 # It needs a float32 copy of the whole source (12 bytes a pixel), so it is used up to this
 # many source pixels (48 MB); larger images take resize_bilinear, whose memory is that of

@@ -2,7 +2,7 @@
 Gesture Recognizer's seven gestures (thumbs_up, thumbs_down, victory, open_palm,
 closed_fist, pointing_up, iloveyou) or none, from MediaPipe's 21 hand landmarks. Same rules,
 thresholds and arithmetic (doubles) as gesture.js, so the API's gesture is the one the hands
-page shows for a still image. tests/test_contract.py runs both on the same landmark sets;
+page shows for a still image. tests/convert/test_contract.py runs both on the same landmark sets;
 gesture.js's header explains the rules.
 
 points: 21 x [x, y] or [x, y, z] image keypoints (y down); world: 21 x [x, y, z] world

@@ -1,5 +1,5 @@
 """Every setting of DataRailroad in one place: its environment variable, type, default, bound
-and one line of documentation (docs/configuration.md lists the same; tests/test_settings.py
+and one line of documentation (docs/configuration.md lists the same; tests/convert/test_settings.py
 checks that it does).
 
     settings = load()                                    # this process's, read once

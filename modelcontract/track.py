@@ -1,6 +1,6 @@
 """Multi-object tracking: Python twin of static/js/track.js (same rules, same arithmetic in
 doubles, same defaults), so the server, the benches and the /detect page give one object the
-same ID. tests/test_track_twin.py runs both on the same detections.
+same ID. tests/unit/test_track_twin.py runs both on the same detections.
 
 The association is ByteTrack's (Zhang et al., 2022): every detection takes part, the confident
 ones first, the weak ones only to keep tracks that already exist (an object in blur or half

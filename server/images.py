@@ -7,12 +7,12 @@
   strip is no photo any model here can read -> 422 (code image_aspect_ratio).
 - Memory: one request holds at most request_memory_bound(pixels) above the idle worker:
   MAX_DECODE_BYTES_PER_PIXEL (16) per pixel plus REQUEST_BASE_BYTES (64 MiB): 674 MiB at the
-  40 M pixel limit (tests/test_memory_bounds.py measures a worker). Measured at 40 M pixels:
+  40 M pixel limit (tests/cluster/test_memory_bounds.py measures a worker). Measured at 40 M pixels:
   JPEG 6 bytes a pixel, PNG 7 (Pillow's buffer + the array, converted by bands), WebP 15
   (Pillow's WebP opener allocates libwebp's animation canvases, 8, before any pixel).
   Preprocessing is output-sized whatever the shape (modelcontract/geometry.py).
 - JPEGs (RGB or grey, complete, i.e. ending in the EOI marker) and still WebPs are decoded
-  by OpenCV (libjpeg-turbo, libwebp): the same pixels as Pillow's (tests/test_images_fast.py)
+  by OpenCV (libjpeg-turbo, libwebp): the same pixels as Pillow's (tests/unit/test_images_fast.py)
   in half the time, straight into one array. Everything else goes through Pillow.
 - Truncated or corrupt data -> 422. Empty -> 400.
 - EXIF orientation applied, like the pages' createImageBitmap(file, {imageOrientation:
@@ -108,7 +108,7 @@ def decode(data: bytes, max_pixels: int) -> DecodedImage:
 
 def decode_fast(data: bytes, im: Image.Image) -> np.ndarray | None:
     """A complete RGB or grey JPEG, or a still WebP, decoded by OpenCV (the same
-    libjpeg-turbo / libwebp decoding as Pillow's: the same pixels, tests/test_images_fast.py)
+    libjpeg-turbo / libwebp decoding as Pillow's: the same pixels, tests/unit/test_images_fast.py)
     straight into one array; None for Pillow to decode: other JPEG colour spaces (CMYK),
     animations, and JPEG data not ending in EOI, where only Pillow reports truncation
     (OpenCV pads the image). A WebP OpenCV cannot decode also goes to Pillow."""

@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 document of /api/v1 (served at /api/v1/openapi.json).
 
 Schemas are JSON Schema 2020-12 (OpenAPI 3.1's dialect): tests validate real responses
-against them with jsonschema, and schemathesis (`--checks all`, tests/test_openapi_schemathesis.py)
+against them with jsonschema, and schemathesis (`--checks all`, tests/convert/test_openapi_schemathesis.py)
 checks that every request the document calls valid is answered 2xx and every invalid one 4xx.
 So the document promises only what the server accepts: an image body of a declared image type
 (application/octet-stream is accepted too but not declared: it admits any bytes), and the

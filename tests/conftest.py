@@ -1,22 +1,17 @@
 """Shared fixtures. Converted models are built once per test session into a temp folder
 (``built_model``) so the user's ./models is never touched by tests. Shared functions are in
-tests/support/ (one module per concern)."""
+harness/ (one module per concern)."""
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.support.browser import fake_camera_flags, launch  # noqa: E402
-from tests.support.clips import write_y4m  # noqa: E402
-from tests.support.paths import YOLOV5N_WEIGHTS  # noqa: E402
-from tests.support.photos import letterbox_rgb, photo_rgb  # noqa: E402
+from harness.browser import fake_camera_flags, launch
+from harness.clips import write_y4m
+from harness.paths import YOLOV5N_WEIGHTS
+from harness.photos import letterbox_rgb, photo_rgb
 
 
 @pytest.fixture(scope="session")
@@ -101,27 +96,17 @@ def browser(pw):
 
 
 # ------------------------------------------------------------------ the suite in parts
-# Each test gets one marker for what it needs, read off its fixtures, so a new test is sorted
-# without anyone remembering to mark it (pytest.ini lists them; `make test-fast` runs unit):
-#   browser  Chromium through Playwright (the pw fixture)
-#   cluster  a Ray cluster or gunicorn processes of its own (the modules below)
-#   convert  converted models (the models_dir fixture) or a converter run in a subprocess
-#   unit     none of these: seconds, no model built
-CLUSTER_MODULES = {"test_cluster", "test_serve_install", "test_memory_bounds"}
-CONVERT_MODULES = {"test_convert_efficientnet", "test_convert_handpose", "test_convert_yolo",
-                   "test_converter_pipeline", "test_model_integrity"}
-
-
-def part_of(module: str, fixtures: set[str]) -> str:
-    if "pw" in fixtures:
-        return "browser"
-    if module in CLUSTER_MODULES:
-        return "cluster"
-    if "models_dir" in fixtures or module in CONVERT_MODULES:
-        return "convert"
-    return "unit"
+# A test's folder is its marker (pytest's config lists them; `make test-fast` runs unit):
+#   unit     no model built, no browser, no server processes: seconds
+#   convert  converted models, a converter run, or the API served on them
+#   browser  headless Chromium through Playwright
+#   cluster  a Ray cluster or gunicorn processes of its own
+PARTS = ("unit", "convert", "browser", "cluster")
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        item.add_marker(part_of(item.module.__name__.rsplit(".", 1)[-1], set(item.fixturenames)))
+        part = Path(item.fspath).parent.name
+        if part not in PARTS:
+            raise pytest.UsageError(f"{item.nodeid}: a test module belongs in one of tests/{{{','.join(PARTS)}}}/")
+        item.add_marker(part)

@@ -9,7 +9,7 @@ import numpy as np
 from converters.tflite import run_tflite
 from modelcontract.decode import DetectOptions, decode_nms, nms_defaults
 from modelcontract.geometry import prepare
-from tests.support.models import read_manifest as manifest
+from harness.models import read_manifest as manifest
 
 
 def detect(model_dir: Path, rgb: np.ndarray) -> list[dict]:

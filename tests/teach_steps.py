@@ -3,7 +3,7 @@ shared by their Chromium tests: a browser on a profile folder (IndexedDB persist
 with a fake camera, the panel's list, and recording a class."""
 from __future__ import annotations
 
-from tests.support.browser import CHROMIUM, FLAGS, fake_camera_flags, open_page
+from harness.browser import CHROMIUM, FLAGS, fake_camera_flags, open_page
 
 READY = "#model-status[data-state='ready']"
 

@@ -33,7 +33,6 @@ def export_env(tmp: Path) -> dict:
     wrapper = bin_dir / "tensorflowjs_converter"
     wrapper.write_text(f"#!{sys.executable}\n"
                        "import sys\n"
-                       f"sys.path.insert(0, {str(ROOT)!r})\n"
                        "from converters import tfjs\n"
                        "tfjs._tf_saved_model_conversion()\n"
                        "from tensorflowjs.converters.converter import pip_main\n"
@@ -44,7 +43,6 @@ def export_env(tmp: Path) -> dict:
         "YOLO_AUTOINSTALL": "false",   # never pip-install from inside an export
         "YOLO_CONFIG_DIR": str(config),
         "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")]),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     })
     # onnx2tf and ultralytics both fetch this calibration sample unless it is in the CWD;
     # an fp32 export never uses its values.

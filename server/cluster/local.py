@@ -119,7 +119,6 @@ class LocalCluster:
         })
         env.update(self.env)
         env[MARKER] = str(self.state_dir)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env["RAY_USAGE_STATS_ENABLED"] = "0"
         if self.models_dir:
             env["DATARAILROAD_MODELS"] = str(Path(self.models_dir).resolve())

@@ -1,7 +1,7 @@
 // Multi-object tracking (ByteTrack's association, a constant-velocity Kalman filter per track)
 // and line / zone counting. Pure functions and classes, no DOM and no TF.js. The twin of
 // modelcontract/track.py: same rules, defaults and arithmetic (doubles); the server and the
-// benches use that one, and tests/test_track_twin.py holds the two to the same tracks. The
+// benches use that one, and tests/unit/test_track_twin.py holds the two to the same tracks. The
 // rules are written out there; in brief, per frame: predict, match confident detections to
 // confirmed and lost tracks, weak ones to the confirmed left over, the rest to tentative
 // tracks, start new tracks from confident leftovers, drop what has been lost too long.

@@ -1,0 +1,92 @@
+"""The slim runtime (requirements-serve.txt, `make serve-install` -> .venv-serve) runs the
+server on built models without any converter dependency.
+
+Time: `make serve-install` reuses .venv-serve while requirements-serve.txt is unchanged
+(make's timestamp rule), so only the first run pays for the venv: about 70 s here from
+pip's cache (Ray's wheel is most of it), then a few seconds. Not marked slow for that."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from server import create_app
+from harness.models import need
+from harness.photos import photo_bytes
+from harness.servers import Gunicorn
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = ROOT / ".venv-serve"
+PORT = 8432
+CONVERTER_DEPENDENCIES = ("torch", "torchvision", "tensorflow", "tf_keras", "keras", "tensorflowjs", "jax",
+                          "jaxlib", "flax", "ultralytics", "mediapipe", "onnx", "onnxruntime", "onnx2tf")
+
+
+@pytest.fixture(scope="module")
+def serve_venv() -> Path:
+    subprocess.run(["make", "serve-install"], cwd=ROOT, check=True, timeout=900)
+    return VENV
+
+
+def without_timing(body: dict) -> dict:
+    return {k: v for k, v in body.items() if k != "timing_ms"}
+
+
+def test_serve_venv_has_no_converter_dependency(serve_venv):
+    script = ("import importlib.util, sys; names = sys.argv[1:]; "
+              "print(' '.join(n for n in names if importlib.util.find_spec(n)))")
+    found = subprocess.run([serve_venv / "bin/python", "-c", script, *CONVERTER_DEPENDENCIES], check=True,
+                           capture_output=True, text=True, env={"PATH": os.environ["PATH"]}).stdout.split()
+    assert found == []
+    # and what the server itself imports is there
+    subprocess.run([serve_venv / "bin/python", "-c", "import server, server.api, server.inference, "
+                    "server.images, modelcontract.geometry, ai_edge_litert.interpreter, gunicorn, ray.serve, a2wsgi"],
+                   cwd=ROOT, check=True, env={"PATH": os.environ["PATH"]}, timeout=120)
+
+
+def test_gunicorn_from_serve_venv_serves_the_three_tasks(serve_venv, api_models):
+    import requests
+
+    need(api_models, "yolov5n")
+    folder = next(iter(api_models.values())).parent
+    # Only PATH in its environment (no PYTHONPATH): nothing from the full venv can leak in.
+    server = Gunicorn(folder, 1, port=PORT, program=serve_venv / "bin/gunicorn", clean_env=True)
+    try:
+        url = server.url
+        reference = create_app({"MODELS_DIR": folder, "TESTING": True}).test_client()
+        data = photo_bytes("zidane.jpg")
+        for endpoint in ("detect", "classify", "hands"):
+            got = requests.post(f"{url}/api/v1/{endpoint}", data=data, headers={"Content-Type": "image/jpeg"},
+                                timeout=60)
+            want = reference.post(f"/api/v1/{endpoint}", data=data, content_type="image/jpeg")
+            assert got.status_code == want.status_code == 200, got.text[:300]
+            assert without_timing(got.json()) == without_timing(want.get_json())
+    finally:
+        server.stop()
+
+
+def test_cluster_node_runs_from_serve_venv(serve_venv, api_models):
+    """A Ray node started from .venv-serve (its `ray`, its Python for every worker) runs the
+    Serve app: the slim install is what a cluster node needs."""
+    import requests
+
+    folder = next(iter(api_models.values())).parent
+    ray_port, http_port = 6396, 8436
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
+    cli = [serve_venv / "bin/python", "-m", "server.cluster"]
+    try:
+        up = subprocess.run([*cli, "up", "--nodes", "1", "--port", str(http_port), "--ray-port", str(ray_port),
+                             "--node-ports", "10800", "--models", str(folder)], cwd=ROOT, env=env, timeout=300,
+                            capture_output=True, text=True)
+        assert up.returncode == 0, (up.stdout + up.stderr)[-3000:]
+        reference = create_app({"MODELS_DIR": folder, "TESTING": True}).test_client()
+        data = photo_bytes("bus.jpg")
+        got = requests.post(f"http://127.0.0.1:{http_port}/api/v1/classify", data=data,
+                            headers={"Content-Type": "image/jpeg"}, timeout=60)
+        want = reference.post("/api/v1/classify", data=data, content_type="image/jpeg")
+        assert got.status_code == 200, got.text[:300]
+        assert without_timing(got.json()) == without_timing(want.get_json())
+    finally:
+        subprocess.run([*cli, "down", "--ray-port", str(ray_port)], cwd=ROOT, env=env, timeout=120)
