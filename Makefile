@@ -14,8 +14,11 @@ HTTPS ?=
 
 run: tools setup models serve
 
+# The modules run on TEST_WORKERS pytest-xdist workers (tests/conftest.py groups them): the
+# suite mostly waits on browsers and servers, so more workers than the 2 cores pay.
+TEST_WORKERS ?= 3
 test: tools system-deps setup lint
-	@set +e; $(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@set +e; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
 # The same without the tests marked slow (minutes each: SwiftShader WebGPU live frames).

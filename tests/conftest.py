@@ -16,12 +16,18 @@ from harness.photos import letterbox_rgb, photo_rgb
 
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory) -> Path:
-    """One models folder for the whole session; DATARAILROAD_TEST_MODELS reuses a folder
-    across runs (handy while developing: conversions are then skipped when up to date)."""
+    """One models folder for the whole run, shared by the xdist workers (each model is built
+    once, under a lock: ``built_model``); DATARAILROAD_TEST_MODELS reuses a folder across
+    runs (handy while developing: conversions are then skipped when up to date)."""
     reuse = os.environ.get("DATARAILROAD_TEST_MODELS")
     if reuse:
         Path(reuse).mkdir(parents=True, exist_ok=True)
         return Path(reuse)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # The workers' base temp folders share this parent, one per run.
+        shared = tmp_path_factory.getbasetemp().parent / "models"
+        shared.mkdir(exist_ok=True)
+        return shared
     return tmp_path_factory.mktemp("models")
 
 
@@ -37,6 +43,8 @@ def built_model(models_dir):
     imgsz: a detector's input side (e.g. 320 -> models_dir/yolov5n-320), None for the default."""
     import hashlib
 
+    from filelock import FileLock
+
     from converters import pipeline
 
     cache: dict = {}
@@ -48,7 +56,11 @@ def built_model(models_dir):
             if weights != CANONICAL_WEIGHTS.get(name):
                 # A dot folder: the app skips it when it lists installed models.
                 out = models_dir / ".variants" / hashlib.sha1(repr(key[:2]).encode()).hexdigest()[:8]
-            cache[key] = pipeline.convert(name, weights=weights, out=out, quantize=quantize, imgsz=imgsz)
+            # Another worker may be building the same model: the second finds it up to date.
+            locks = models_dir / ".locks"
+            locks.mkdir(exist_ok=True)
+            with FileLock(locks / (hashlib.sha1(repr(key).encode()).hexdigest()[:12] + ".lock")):
+                cache[key] = pipeline.convert(name, weights=weights, out=out, quantize=quantize, imgsz=imgsz)
         return cache[key]
 
     return build
@@ -106,7 +118,12 @@ PARTS = ("unit", "convert", "browser", "cluster")
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        part = Path(item.fspath).parent.name
+        path = Path(item.fspath)
+        part = path.parent.name
         if part not in PARTS:
             raise pytest.UsageError(f"{item.nodeid}: a test module belongs in one of tests/{{{','.join(PARTS)}}}/")
         item.add_marker(part)
+        # make test's workers (-n, --dist loadgroup) take a module whole, so its module-scoped
+        # browser and servers start once; the cluster tests share Ray's fixed ports, so they
+        # run one after another on one worker.
+        item.add_marker(pytest.mark.xdist_group("cluster" if part == "cluster" else path.stem))
