@@ -4,7 +4,7 @@ The front is gunicorn's gevent worker (see docs/server.md "The front server"): e
 greenlet, so slow or stalled clients cost a greenlet each, not a thread; the app runs its CPU
 work (decode, LiteRT) on DATARAILROAD_THREADS native threads per worker (server/front.py).
 
-Every value here comes from this process's settings (modelcontract/settings.py), read once;
+Every value here comes from this process's settings (server/settings.py), read once;
 the app gunicorn preloads here, ``create_app()``, takes the same object.
 """
 import functools
@@ -13,8 +13,8 @@ import json
 from gunicorn import util
 from gunicorn.workers.ggevent import GeventWorker
 
-from modelcontract.settings import load
 from server import front
+from server.settings import load
 
 # In the master, before the app is preloaded and any thread starts; workers inherit it.
 front.keep_freed_memory()

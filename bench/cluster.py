@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from bench._results import add_out_option, write_results
-from modelcontract import settings
+from modelcontract.paths import models_dir
 from server.cluster.local import LocalCluster, cluster_processes, down
 from harness.photos import photo_bytes
 from harness.servers import Gunicorn, proc_stat
@@ -185,7 +185,7 @@ def cpu_line(ms: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=str(settings.load().models))
+    parser.add_argument("--models", default=str(models_dir()))
     parser.add_argument("--seconds", type=float, default=12, help="per throughput measurement")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--runs", type=int, default=30, help="latency requests per server")

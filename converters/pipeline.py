@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from modelcontract import manifest as contract
-from modelcontract.settings import load
+from modelcontract.paths import models_dir
 
 from . import FAMILIES, model_folder_name
 from . import manifest as manifest_io
@@ -86,7 +86,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
     """Build one model into ``out/<name>[-<imgsz>][-<quantize>]``; returns the installed folder."""
     mod = family(name)
     imgsz = stages.input_side(mod, imgsz)
-    out = Path(out) if out else load().models
+    out = Path(out) if out else models_dir()
     target = out / model_folder_name(name, quantize, imgsz, getattr(mod, "IMGSZ", None))
     started = time.perf_counter()
     source = mod.resolve_source(weights)
@@ -180,7 +180,7 @@ def _sweep(builds: Path, target: Path) -> None:
 
 def is_installed(name: str, out: Path | None, quantize: str) -> bool:
     """Installed by this converter version (an older one's output is rebuilt by `all`)."""
-    folder = Path(out) if out else load().models
+    folder = Path(out) if out else models_dir()
     current = installed_manifest(folder / model_folder_name(name, quantize))
     return bool(current) and current.get("converter_version") == CONVERTER_VERSION
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from modelcontract.manifest import sha256_file
-from modelcontract.settings import load
+from modelcontract.paths import cache_dir
 
 from .errors import ConverterError
 
-CACHE = load().cache  # DATARAILROAD_CACHE (modelcontract/settings.py)
+CACHE = cache_dir()  # DATARAILROAD_CACHE (modelcontract/paths.py)
 
 
 @dataclass

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 from flask import Flask
 
-from modelcontract.settings import Settings, load
-
 from . import config as _config
+from .settings import Settings, load
 
 
 def create_app(config: dict | None = None, settings: Settings | None = None) -> Flask:
-    """The app on ``settings`` (default: this process's, ``modelcontract.settings.load()``).
+    """The app on ``settings`` (default: this process's, ``server.settings.load()``).
     ``config``: more Flask config; its keys that mirror a setting (server/config.py MIRRORED:
     MODELS_DIR, MAX_CONTENT_LENGTH, ...) override that setting."""
     config = config or {}
@@ -29,6 +28,6 @@ def create_app(config: dict | None = None, settings: Settings | None = None) -> 
     app.register_blueprint(api.bp)
     app.register_blueprint(offline.bp)  # /sw.js and /app.webmanifest: the offline, installable app
     app.register_blueprint(certs.bp)  # /ca.crt under `make run HTTPS=1`
-    errors.register(app)
+    errors.init_app(app)  # Problem and HTTP errors as JSON (HTML for a browsed page)
     security.register(app)
     return app

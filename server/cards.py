@@ -1,7 +1,7 @@
 """Model cards: what a user should know about a model before trusting it, from its manifest.
 
 ``card(manifest)`` is the one place a card is built: ``GET /api/v1/models/<id>`` returns it
-and the pages embed the same JSON (templates/_model_card.html), which static/js/modelcard.js
+and the pages embed the same JSON (templates/_model_card.html), which static/js/ui/modelcard.js
 renders. So the page and the API cannot disagree. Fields a manifest lacks (older builds have
 no licence, speed or agreement) come out as "unknown" or null, never as an error.
 """

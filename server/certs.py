@@ -31,9 +31,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from flask import Blueprint, abort, request, send_file
 
-from modelcontract.settings import load
-
 from . import config
+from .settings import load
 
 CA_DAYS = 3650       # the CA a phone trusts: long-lived, so it is installed once
 SERVER_DAYS = 365    # under Apple's 825-day limit for TLS server certificates

@@ -1,4 +1,4 @@
-"""The app's settings (modelcontract/settings.py: one typed, frozen object) and the Flask
+"""The app's settings (server/settings.py: one typed, frozen object) and the Flask
 config keys that mirror some of them."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 from flask import Flask, current_app
 
-from modelcontract.settings import Settings
+from .settings import Settings
 
 EXTENSION = "datarailroad.settings"
 

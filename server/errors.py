@@ -1,5 +1,13 @@
-"""Errors as JSON ``{"error": {"code", "message"}}`` for API, file and health routes;
-an HTML page for a person browsing to a missing page."""
+"""The app's errors: ``Problem``, the one exception a request's failure raises, and their
+rendering. Every error is JSON ``{"error": {"code", "message"}}`` for the API, file and
+health routes; a person browsing to a missing page gets an HTML page.
+
+    raise Problem(400, "bad_parameter", "score must be a number from 0 to 1, got 'x'")
+
+Parameters, uploads, the body reader (server/front.py), the image and video decoders and the
+model registry (server/inference) all raise it, or a subclass naming its status and code,
+and ``init_app`` renders it wherever it is raised.
+"""
 from __future__ import annotations
 
 from flask import Flask, jsonify, render_template, request
@@ -7,13 +15,36 @@ from werkzeug.exceptions import HTTPException, InternalServerError
 
 JSON_PREFIXES = ("/api/", "/models/", "/vendor/", "/healthz", "/readyz")
 
-_CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
-          413: "payload_too_large", 415: "unsupported_media_type", 422: "unprocessable_image",
-          429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
+# The code of an error that names none (werkzeug's HTTP errors).
+CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 408: "request_timeout",
+         413: "payload_too_large", 415: "unsupported_media_type", 422: "unprocessable_image",
+         429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
+
+
+def _restore(cls, message: str, state: dict) -> Problem:
+    problem = cls.__new__(cls)
+    Exception.__init__(problem, message)
+    problem.__dict__.update(state)
+    return problem
+
+
+class Problem(Exception):
+    """A request that can't be answered: its HTTP ``status``, a stable machine-readable
+    ``code`` and a ``message`` for a person (what was wrong, and how to do it right)."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+    def __reduce__(self):
+        # Subclasses take other arguments: pickle the state, not the arguments (a Ray replica's
+        # exception reaches the ingress pickled).
+        return _restore, (type(self), self.message, self.__dict__.copy())
 
 
 def error_response(status: int, message: str, code: str | None = None):
-    body = {"error": {"code": code or _CODES.get(status, "error"), "message": message}}
+    """The JSON error answer (Flask's (response, status))."""
+    body = {"error": {"code": code or CODES.get(status, "error"), "message": message}}
     return jsonify(body), status
 
 
@@ -24,7 +55,13 @@ def _wants_json() -> bool:
     return best == "application/json"
 
 
-def register(app: Flask) -> None:
+def init_app(app: Flask) -> None:
+    @app.errorhandler(Problem)
+    def problem(exc: Problem):
+        if exc.status >= 500:  # the server's side (a broken model, no model, busy): worth a line
+            app.logger.error("%s on %s: %s", exc.code, request.path, exc.message)
+        return error_response(exc.status, exc.message, exc.code)
+
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
         status = exc.code or 500

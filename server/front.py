@@ -10,7 +10,7 @@ DATARAILROAD_IDLE_TIMEOUT seconds, or takes longer than DATARAILROAD_BODY_TIMEOU
 whole body, gets a 408 and its connection is closed. The body is kept in memory, never on disk,
 and in bounded amount: the bodies a worker holds at once (read, or waiting for a model thread)
 total at most DATARAILROAD_BUFFER_BYTES, past which a new body gets a 503. These three are
-settings (modelcontract/settings.py): ``read_body`` takes the app's.
+settings (server/settings.py): ``read_body`` takes the app's.
 
 Writing the answer is bounded too (``Connection``, the socket gunicorn.conf.py gives the worker
 for each client): a client whose socket accepts no byte of an answer for
@@ -34,9 +34,9 @@ import time
 
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
-from modelcontract.settings import Settings
-
 from . import config
+from .errors import Problem
+from .settings import Settings
 
 CLOSE_CONNECTION = "datarailroad.close_connection"  # environ flag read by gunicorn.conf.py
 HELD = "datarailroad.held_bytes"  # environ: this request's share of the buffer budget
@@ -108,20 +108,14 @@ def _outcome(context, fn, args) -> tuple[bool, object]:
 
 # ---------------------------------------------------------------------------- body
 
-class BodyError(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
 def hold(environ: dict, size: int, budget: int) -> None:
     """Count ``size`` more body bytes against the ``budget`` of this process (the setting
     DATARAILROAD_BUFFER_BYTES), or 503 when it is spent."""
     global _held
     with _held_lock:
         if _held + size > budget:
-            raise BodyError(503, "server_busy", f"the server holds {budget} bytes of uploads already "
-                                                "(DATARAILROAD_BUFFER_BYTES); retry in a moment")
+            raise Problem(503, "server_busy", f"the server holds {budget} bytes of uploads already "
+                                              "(DATARAILROAD_BUFFER_BYTES); retry in a moment")
         _held += size
     environ[HELD] = environ.get(HELD, 0) + size
 
@@ -136,7 +130,7 @@ def release(environ: dict) -> None:
 
 def read_body(environ: dict, length: int | None, limit: int, settings: Settings | None = None) -> bytes:
     """The whole request body, in memory: ``length`` bytes (Content-Length), or up to the end
-    of a chunked body. Raises BodyError: 408 for a client too slow, 400 for a body cut short
+    of a chunked body. Raises Problem: 408 for a client too slow, 400 for a body cut short
     or malformed (e.g. a bad chunk size), 503 when the buffer budget is spent; after these the
     connection is marked to be closed after the answer (its rest can't be read). The bytes
     count against the budget until ``release(environ)``. Past ``limit``: werkzeug's
@@ -160,26 +154,26 @@ def read_body(environ: dict, length: int | None, limit: int, settings: Settings 
             hold(environ, len(chunk), settings.buffer_bytes)
             chunks.append(chunk)
             size += len(chunk)
-    except BodyError:
+    except Problem:
         release(environ)
         environ[CLOSE_CONNECTION] = True
         raise
     except TimeoutError:
         release(environ)
         environ[CLOSE_CONNECTION] = True
-        raise BodyError(408, "request_timeout",
-                        f"the request body was not received in time: the server waits at most {idle:g} s "
-                        f"between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and "
-                        f"{settings.body_timeout:g} s for a whole body (DATARAILROAD_BODY_TIMEOUT)") from None
+        raise Problem(408, "request_timeout",
+                      f"the request body was not received in time: the server waits at most {idle:g} s "
+                      f"between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and "
+                      f"{settings.body_timeout:g} s for a whole body (DATARAILROAD_BODY_TIMEOUT)") from None
     except (OSError, ClientDisconnected) as exc:
         # gunicorn: InvalidChunkSize / ChunkMissingTerminator / NoMoreData (OSError subclasses);
         # werkzeug's dev server: ClientDisconnected.
         release(environ)
         environ[CLOSE_CONNECTION] = True
         detail = str(exc) or type(exc).__name__
-        raise BodyError(400, "bad_request_body",
-                        f"the request body could not be read ({type(exc).__name__}: {detail[:120]}): "
-                        "a malformed chunked encoding or a connection cut before the end") from None
+        raise Problem(400, "bad_request_body",
+                      f"the request body could not be read ({type(exc).__name__}: {detail[:120]}): "
+                      "a malformed chunked encoding or a connection cut before the end") from None
     finally:
         if sock is not None:
             sock.settimeout(None)
@@ -189,8 +183,8 @@ def read_body(environ: dict, length: int | None, limit: int, settings: Settings 
     if length is not None and size < length:
         release(environ)
         environ[CLOSE_CONNECTION] = True
-        raise BodyError(400, "bad_request_body",
-                        f"the request body ended after {size} of the {length} bytes its Content-Length announced")
+        raise Problem(400, "bad_request_body",
+                      f"the request body ended after {size} of the {length} bytes its Content-Length announced")
     return b"".join(chunks)
 
 

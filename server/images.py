@@ -32,7 +32,8 @@ import cv2
 import numpy as np
 from PIL import ExifTags, Image
 
-from modelcontract.limits import MAX_ASPECT_RATIO
+from .errors import Problem
+from .limits import MAX_ASPECT_RATIO
 
 FORMATS = ("JPEG", "PNG", "WEBP")
 MIME_TYPES = {"image/jpeg": "JPEG", "image/png": "PNG", "image/webp": "WEBP"}
@@ -51,12 +52,6 @@ def request_memory_bound(pixels: int) -> int:
 warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
 
 
-class ImageError(ValueError):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
 @dataclass
 class DecodedImage:
     rgb: np.ndarray   # HxWx3 uint8
@@ -67,41 +62,41 @@ class DecodedImage:
 
 def decode(data: bytes, max_pixels: int) -> DecodedImage:
     if not data:
-        raise ImageError(400, "empty_image", "the image is empty (0 bytes)")
+        raise Problem(400, "empty_image", "the image is empty (0 bytes)")
     try:
         im = Image.open(io.BytesIO(data), formats=FORMATS)
     except Image.DecompressionBombError:  # far past any limit of ours: Pillow refuses to open it
-        raise ImageError(413, "image_too_large", f"the image has more pixels than the limit of {max_pixels} "
-                                                 "(DATARAILROAD_MAX_IMAGE_PIXELS)") from None
+        raise Problem(413, "image_too_large", f"the image has more pixels than the limit of {max_pixels} "
+                                              "(DATARAILROAD_MAX_IMAGE_PIXELS)") from None
     except Image.UnidentifiedImageError:
-        raise ImageError(415, "unsupported_media_type", "not a JPEG, PNG or WebP image") from None
+        raise Problem(415, "unsupported_media_type", "not a JPEG, PNG or WebP image") from None
     except Exception as exc:  # a header the plugin itself cannot parse
-        raise ImageError(422, "unprocessable_image", f"the image header could not be read: {exc}") from None
+        raise Problem(422, "unprocessable_image", f"the image header could not be read: {exc}") from None
     with im:
         width, height = im.size
         if width <= 0 or height <= 0:
-            raise ImageError(422, "unprocessable_image", f"the image has no pixels ({width}x{height})")
+            raise Problem(422, "unprocessable_image", f"the image has no pixels ({width}x{height})")
         if width * height > max_pixels:
-            raise ImageError(413, "image_too_large",
-                             f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels} "
-                             "(DATARAILROAD_MAX_IMAGE_PIXELS)")
+            raise Problem(413, "image_too_large",
+                          f"image is {width}x{height} = {width * height} pixels; the limit is {max_pixels} "
+                          "(DATARAILROAD_MAX_IMAGE_PIXELS)")
         if max(width, height) > MAX_ASPECT_RATIO * min(width, height):
-            raise ImageError(422, "image_aspect_ratio",
-                             f"image is {width}x{height}; the longer side may be at most {MAX_ASPECT_RATIO} times "
-                             "the shorter")
+            raise Problem(422, "image_aspect_ratio",
+                          f"image is {width}x{height}; the longer side may be at most {MAX_ASPECT_RATIO} times "
+                          "the shorter")
         fmt = im.format
         rgb = decode_fast(data, im)
         if rgb is None:
             try:
                 im.load()
             except Exception as exc:  # truncated / corrupt data, whatever the plugin raises
-                raise ImageError(422, "unprocessable_image",
-                                 f"the {fmt} image could not be decoded (truncated or corrupt): {exc}") from None
+                raise Problem(422, "unprocessable_image",
+                              f"the {fmt} image could not be decoded (truncated or corrupt): {exc}") from None
             try:
                 rgb = to_rgb(im)
             except Exception as exc:  # an exotic mode Pillow cannot convert
-                raise ImageError(422, "unprocessable_image",
-                                 f"the {fmt} image could not be converted to RGB: {exc}") from None
+                raise Problem(422, "unprocessable_image",
+                              f"the {fmt} image could not be converted to RGB: {exc}") from None
         rgb = orient(rgb, exif_orientation(im))
     return DecodedImage(rgb=rgb, format=fmt, width=rgb.shape[1], height=rgb.shape[0])
 

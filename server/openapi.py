@@ -21,6 +21,8 @@ from modelcontract.decode import DEFAULT_TOP_K, class_count, nms_defaults
 from modelcontract.gesture import GESTURES
 from modelcontract.hands import DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS
 
+from . import limits as request_limits
+
 NUMBER_01 = {"type": "number", "minimum": 0, "maximum": 1}
 
 
@@ -38,16 +40,19 @@ def _model_param(ids: tuple[str, ...]) -> dict:
     schema = {"type": "string", "enum": list(ids)} if ids else \
         {"type": "string", "pattern": f"^{limits.MODEL_ID_PATTERN}$"}
     return _param("model", schema, "installed model id of the task (GET /api/v1/models); default: the first "
-                                    "installed float32 model of the task")
+                                    "of the task's installed float32 (unquantised) models, in preference order, that "
+                                    "can serve (when none is installed: of its models with a server artifact)")
 
 IMAGE_BODY_DOC = ("The image (JPEG, PNG or WebP; EXIF orientation is applied) as the raw request body, "
                   "Content-Type image/jpeg, image/png or image/webp (application/octet-stream too: the bytes "
                   "decide), or as the file part `image` of a multipart/form-data body, whose other fields may "
                   "carry the parameters below (a form field wins over the query; same rules). Limits: the "
-                  f"request body (DATARAILROAD_MAX_UPLOAD_BYTES, {limits.DEFAULT_MAX_UPLOAD_BYTES >> 20} MB by "
-                  "default -> 413), the decoded size (DATARAILROAD_MAX_IMAGE_PIXELS, "
-                  f"{limits.DEFAULT_MAX_IMAGE_PIXELS / 1e6:g} M pixels by default -> 413) and the aspect ratio "
-                  f"(the longer side at most {limits.MAX_ASPECT_RATIO} times the shorter -> 422 image_aspect_ratio).")
+                  "request body (DATARAILROAD_MAX_UPLOAD_BYTES, "
+                  f"{request_limits.DEFAULT_MAX_UPLOAD_BYTES >> 20} MB by default -> 413), the decoded size "
+                  "(DATARAILROAD_MAX_IMAGE_PIXELS, "
+                  f"{request_limits.DEFAULT_MAX_IMAGE_PIXELS / 1e6:g} M pixels by default -> 413) and the aspect "
+                  f"ratio (the longer side at most {request_limits.MAX_ASPECT_RATIO} times the shorter -> 422 "
+                  "image_aspect_ratio).")
 
 
 IMAGE_TYPES = ("image/jpeg", "image/png", "image/webp")
@@ -68,8 +73,9 @@ VIDEO_BODY_DOC = ("The video (MP4/QuickTime, WebM/Matroska or AVI, told by its f
                   "video/mp4, video/webm or video/x-msvideo (application/octet-stream or another video/* type too: "
                   "the bytes decide), or as the file part `video` of a multipart/form-data body, whose other fields "
                   "may carry the parameters below. Decoded in memory, a frame at a time. Limits: the request body "
-                  f"(DATARAILROAD_MAX_UPLOAD_BYTES, {limits.DEFAULT_MAX_UPLOAD_BYTES >> 20} MB by default -> 413), "
-                  f"the frames ({limits.DEFAULT_MAX_VIDEO_FRAMES} by default, DATARAILROAD_MAX_VIDEO_FRAMES -> 413 "
+                  "(DATARAILROAD_MAX_UPLOAD_BYTES, "
+                  f"{request_limits.DEFAULT_MAX_UPLOAD_BYTES >> 20} MB by default -> 413), the frames "
+                  f"({request_limits.DEFAULT_MAX_VIDEO_FRAMES} by default, DATARAILROAD_MAX_VIDEO_FRAMES -> 413 "
                   "too_many_frames: never cut silently) and each frame's pixels (DATARAILROAD_MAX_IMAGE_PIXELS -> "
                   "413 frame_too_large).")
 VIDEO_TYPES = ("video/mp4", "video/webm", "video/x-msvideo")
@@ -90,7 +96,7 @@ ERRORS = {
     "413": _error("upload over the size limit (payload_too_large) or image over the pixel limit "
                   "(image_too_large)"),
     "415": _error("not a JPEG, PNG or WebP image, or an unsupported Content-Type"),
-    "422": _error(f"truncated or corrupt image (unprocessable_image), or a side over {limits.MAX_ASPECT_RATIO} "
+    "422": _error(f"truncated or corrupt image (unprocessable_image), or a side over {request_limits.MAX_ASPECT_RATIO} "
                   "times the other (image_aspect_ratio)"),
     "503": _error("no model of the task installed (no_model) or its artifact fails to load (model_unavailable)"),
 }
@@ -104,7 +110,7 @@ TRACK_ERRORS = {
                   "or more frames than the limit (too_many_frames)"),
     "415": _error("not an MP4, WebM or AVI video, or an unsupported Content-Type"),
     "422": _error("a video that does not open or has no frame that decodes (unprocessable_video), or frames with a "
-                  f"side over {limits.MAX_ASPECT_RATIO} times the other (image_aspect_ratio)"),
+                  f"side over {request_limits.MAX_ASPECT_RATIO} times the other (image_aspect_ratio)"),
 }
 
 
@@ -156,7 +162,7 @@ SCHEMAS = {
     "CustomMatch": {
         "type": ["object", "null"], "required": ["name", "distance", "confidence", "votes"],
         "description": "only when the request has a 'custom' file: the nearest of its classes (gestures) as the "
-                       "page matches them (static/js/example-sets.js), or null when none is near enough",
+                       "page matches them (static/js/contract/example_sets.js), or null when none is near enough",
         "properties": {"name": {"type": "string"}, "distance": {"type": "number", "minimum": 0},
                        "confidence": NUMBER_01, "votes": {"type": "object", "additionalProperties": NUMBER_01}},
     },
@@ -177,7 +183,7 @@ SCHEMAS = {
             "model_handedness": {"type": "string", "enum": list(HANDEDNESS), "description": "the model's own label"},
             "score": NUMBER_01,
             "gesture": {"type": "string", "enum": list(GESTURES),
-                        "description": "static/js/gesture.js's rules for a still image"},
+                        "description": "static/js/contract/gesture.js's rules for a still image"},
             "custom": {"$ref": "#/components/schemas/CustomMatch"},
             "keypoints": {"type": "array", "minItems": 21, "maxItems": 21,
                           "description": "MediaPipe's 21 hand landmarks (wrist, thumb_cmc, ... pinky_finger_tip), "
@@ -305,8 +311,8 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
         _param("max_det", {"type": "integer", "minimum": 1, "maximum": limits.MAX_DET},
                f"maximum detections (default {limits.DEFAULT_MAX_DET}; in-graph NMS caps it at its own "
                "row count)"),
-        _param("classes", {"type": "string", "pattern": f"^{limits.CLASS_IDS_PATTERN}$",
-                           "maxLength": limits.CLASS_IDS_MAX_LENGTH},
+        _param("classes", {"type": "string", "pattern": f"^{request_limits.CLASS_IDS_PATTERN}$",
+                           "maxLength": request_limits.CLASS_IDS_MAX_LENGTH},
                "only these class ids, comma-separated (default: all). Boxes of other classes are no "
                "candidates: they take no max_det place and suppress nothing (as the detect page's "
                "class filter)")]
@@ -340,14 +346,14 @@ def _document(nms_iou: float | None, classes: int | None, variants: tuple[str, .
             "/api/v1/track": {"post": _operation(
                 "Object tracking and line counts in a short video",
                 "Every frame (or every `stride`-th) through the detector as /detect runs it, then the detect page's "
-                "tracker and line counter (modelcontract/track.py, the twin of static/js/track.js, with its "
+                "tracker and line counter (modelcontract/track.py, the twin of static/js/contract/track.js, with its "
                 "defaults): the same tracks and counts as the page's Track mode on the same frames, in its "
                 "exports' schema (tracks.csv rows, counts.json).",
                 [*detect_params,
-                 _param("line", {"type": "string", "pattern": f"^{limits.LINE_PATTERN}$"},
+                 _param("line", {"type": "string", "pattern": f"^{request_limits.LINE_PATTERN}$"},
                         "the counting line x1,y1,x2,y2 in source pixels, from (x1, y1) to (x2, y2), two different "
                         "points (default: none, no counts)"),
-                 _param("stride", {"type": "integer", "minimum": 1, "maximum": limits.MAX_VIDEO_STRIDE},
+                 _param("stride", {"type": "integer", "minimum": 1, "maximum": request_limits.MAX_VIDEO_STRIDE},
                         "track every n-th frame (1, 1 + n, ...; default 1: every frame). All frames are decoded "
                         "and count against the frame limit")],
                 "TrackResult", _video_body(), TRACK_ERRORS)},

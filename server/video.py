@@ -13,7 +13,7 @@
 - Limits: each frame's pixels (MAX_IMAGE_PIXELS, the images' limit) from the header before any
   frame is decoded, and every frame again (a stream may change size) -> 413 frame_too_large;
   the images' aspect-ratio rule -> 422 image_aspect_ratio; at most ``max_frames`` frames in
-  the video (modelcontract.limits.MAX_VIDEO_FRAMES) -> 413 too_many_frames, from the header
+  the video (server.limits.DEFAULT_MAX_VIDEO_FRAMES) -> 413 too_many_frames, from the header
   where it counts frames exactly (MP4, AVI: before decoding), else once frame max_frames + 1
   decodes. The video is never cut silently.
 - Not decodable (bad header, corrupt data, no frame) -> 422 unprocessable_video. FFmpeg stops
@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import cv2
 
-from modelcontract.limits import MAX_ASPECT_RATIO
+from .errors import Problem
+from .limits import MAX_ASPECT_RATIO
 
 MIME_TYPES = {"video/mp4": "mp4", "video/quicktime": "mp4", "video/webm": "webm", "video/x-matroska": "webm",
               "video/x-msvideo": "avi", "video/avi": "avi"}
@@ -38,12 +39,6 @@ MP4_BOXES = (b"ftyp", b"moov", b"mdat", b"free", b"skip", b"wide")
 EBML = b"\x1a\x45\xdf\xa3"  # WebM and Matroska
 # Containers whose header gives the exact frame count (from the index), checked before decoding.
 EXACT_COUNT = ("mp4", "avi")
-
-
-class VideoError(ValueError):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def container(data: bytes) -> str | None:
@@ -73,7 +68,7 @@ class Video:
 
     def frames(self, stride: int = 1):
         """(frame number from 1, RGB) of every ``stride``-th frame (1, 1 + stride, ...); the
-        others are decoded but not converted. Raises VideoError past the limits, or when no
+        others are decoded but not converted. Raises Problem past the limits, or when no
         frame decodes."""
         self.count = 0
         while True:
@@ -93,7 +88,7 @@ class Video:
                 self.height, self.width = bgr.shape[:2]
             yield self.count, cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB, dst=bgr)
         if self.count == 0:
-            raise VideoError(422, "unprocessable_video", f"the {self.format} video has no frame that decodes")
+            raise Problem(422, "unprocessable_video", f"the {self.format} video has no frame that decodes")
 
     def close(self) -> None:
         self.capture.release()
@@ -108,18 +103,18 @@ class Video:
 def open_video(data: bytes, max_pixels: int, max_frames: int) -> Video:
     """The upload opened and its header checked; no frame decoded yet."""
     if not data:
-        raise VideoError(400, "empty_video", "the video is empty (0 bytes)")
+        raise Problem(400, "empty_video", "the video is empty (0 bytes)")
     fmt = container(data)
     if fmt is None:
-        raise VideoError(415, "unsupported_media_type", "not an MP4, WebM or AVI video")
+        raise Problem(415, "unsupported_media_type", "not an MP4, WebM or AVI video")
     stream = io.BytesIO(data)
     # OpenCV's stream reader does not own ``stream``: a temporary one is freed while FFmpeg
     # still reads it, and release() then crashes the process. Video keeps it until close().
     capture = cv2.VideoCapture(stream, cv2.CAP_FFMPEG, [])
     try:
         if not capture.isOpened():
-            raise VideoError(422, "unprocessable_video", f"the {fmt} video could not be opened (corrupt, truncated "
-                                                         "or a codec this server does not decode)")
+            raise Problem(422, "unprocessable_video", f"the {fmt} video could not be opened (corrupt, truncated "
+                                                      "or a codec this server does not decode)")
         width, height = int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT))
         check_size(width, height, max_pixels)
         if fmt in EXACT_COUNT and capture.get(cv2.CAP_PROP_FRAME_COUNT) > max_frames:
@@ -134,17 +129,17 @@ def open_video(data: bytes, max_pixels: int, max_frames: int) -> Video:
 
 def check_size(width: int, height: int, max_pixels: int) -> None:
     if width <= 0 or height <= 0:
-        raise VideoError(422, "unprocessable_video", f"the video's frames have no pixels ({width}x{height})")
+        raise Problem(422, "unprocessable_video", f"the video's frames have no pixels ({width}x{height})")
     if width * height > max_pixels:
-        raise VideoError(413, "frame_too_large", f"the video's frames are {width}x{height} = {width * height} "
-                                                 f"pixels; the limit is {max_pixels} (DATARAILROAD_MAX_IMAGE_PIXELS)")
+        raise Problem(413, "frame_too_large", f"the video's frames are {width}x{height} = {width * height} "
+                                              f"pixels; the limit is {max_pixels} (DATARAILROAD_MAX_IMAGE_PIXELS)")
     if max(width, height) > MAX_ASPECT_RATIO * min(width, height):
-        raise VideoError(422, "image_aspect_ratio", f"the video's frames are {width}x{height}; the longer side may "
-                                                    f"be at most {MAX_ASPECT_RATIO} times the shorter")
+        raise Problem(422, "image_aspect_ratio", f"the video's frames are {width}x{height}; the longer side may "
+                                                 f"be at most {MAX_ASPECT_RATIO} times the shorter")
 
 
-def too_many_frames(limit: int, count: int | None = None) -> VideoError:
+def too_many_frames(limit: int, count: int | None = None) -> Problem:
     has = f"has {count} frames" if count else f"has more than {limit} frames"
-    return VideoError(413, "too_many_frames", f"the video {has}; the limit is {limit} (DATARAILROAD_MAX_VIDEO_FRAMES): "
-                                              "send a shorter clip")
+    return Problem(413, "too_many_frames", f"the video {has}; the limit is {limit} (DATARAILROAD_MAX_VIDEO_FRAMES): "
+                                           "send a shorter clip")
 

@@ -9,7 +9,7 @@ task's real ``inference.Registry`` (so every model of the task, reloaded when re
 runs ``runner(image, ...)`` for the ingress, batching concurrent requests with
 ``@serve.batch``. Models come from each node's DATARAILROAD_MODELS (or ``models_dir``).
 
-Settings (modelcontract/settings.py) reach the replicas through their environment (the
+Settings (server/settings.py) reach the replicas through their environment (the
 nodes', server/cluster/local.py): each replica reads its own with ``load()``. A model
 deployment's user_config (threads, interpreters) then gives its Registry a modified copy.
 """
@@ -23,10 +23,10 @@ from pathlib import Path
 
 from ray import serve
 
-from modelcontract.settings import Settings, load
-
 from .. import config, create_app, front
+from ..errors import Problem
 from ..inference import RUNNERS, ModelUnavailable, Registry
+from ..settings import Settings, load
 from .remote import Unavailable, detach, remote_runners
 
 log = logging.getLogger("ray.serve")
@@ -37,7 +37,8 @@ DEFAULT_MODEL_CONFIG = {"threads": 1, "interpreters": 1, "max_batch_size": 4, "b
 
 def input_terminated(wsgi_app):
     """a2wsgi's wsgi.input ends where the ASGI body ends; saying so (as gunicorn does) lets the
-    API read a chunked upload up to its limit (api._bounded_streaming_body) instead of as empty."""
+    API read a chunked upload up to its limit (api._buffered_body, front.read_body) instead
+    of as empty."""
     def app(environ, start_response):
         environ["wsgi.input_terminated"] = True
         return wsgi_app(environ, start_response)
@@ -79,7 +80,7 @@ def bodies_read_first(asgi_app, settings: Settings):
                 size += len(body)
                 if not message.get("more_body"):
                     break
-        except (TimeoutError, front.BodyError) as exc:
+        except (TimeoutError, Problem) as exc:
             failure = exc
         finally:
             front.release(held)  # front.read_body holds them again as the app reads

@@ -36,7 +36,7 @@ SERVE_ENV = Path(__file__).with_name("serve.env")
 STATE_ROOT = ROOT / ".cluster"
 APP = "datarailroad"
 # An internal marker of this cluster's processes (see above), not a setting: it is not in
-# modelcontract/settings.py and nothing configures it.
+# server/settings.py and nothing configures it.
 MARKER = "DATARAILROAD_CLUSTER"
 
 

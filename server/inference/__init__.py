@@ -5,7 +5,7 @@
 
 Manifests come from the app's manifest registry (server/manifests.py ``Manifests``), the
 server's one source of them. The runners get the registry's settings (the app's, or a
-cluster replica's: modelcontract/settings.py) for LiteRT's threads, interpreters and batching. Runners are cached per model id and version (the manifest
+cluster replica's: server/settings.py) for LiteRT's threads, interpreters and batching. Runners are cached per model id and version (the manifest
 file's stamp and every listed file's mtime and size), so a rebuilt model is picked up by the
 next request. Nothing loads at import or in create_app(): gunicorn preloads the app in the
 master, and each worker loads its own interpreters on first use.
@@ -24,9 +24,10 @@ import threading
 from pathlib import Path
 
 from modelcontract import manifest as contract
-from modelcontract.settings import Settings, load
 
 from .. import config, manifests
+from ..errors import Problem
+from ..settings import Settings, load
 from .base import ModelUnavailable, ParameterError, Runner
 from . import litert
 from .classify import ClassifyRunner
@@ -40,18 +41,28 @@ __all__ = ["Registry", "registry", "UnknownModel", "WrongTask", "NoModel", "Mode
            "RUNNERS"]
 
 
-class UnknownModel(LookupError):
+# The registry's errors are Problems (server/errors.py): the API answers them as they are.
+# Their other bases keep the cluster's catches (LookupError, ValueError) meaningful.
+class UnknownModel(Problem, LookupError):
+    """No installed model has the id asked for (-> 404)."""
+
     def __init__(self, model_id: str, installed: list[str]):
-        super().__init__(f"model {model_id!r} is not installed"
+        super().__init__(404, "unknown_model", f"model {model_id!r} is not installed"
                          + (f"; installed for this task: {', '.join(installed)}" if installed else ""))
 
 
-class WrongTask(ValueError):
-    pass
+class WrongTask(Problem, ValueError):
+    """The model asked for is of another task (-> 400)."""
+
+    def __init__(self, message: str):
+        super().__init__(400, "wrong_task", message)
 
 
-class NoModel(LookupError):
+class NoModel(Problem, LookupError):
     """No model of the task is installed (-> 503 with the install command)."""
+
+    def __init__(self, message: str):
+        super().__init__(503, "no_model", message)
 
 
 def is_default_candidate(manifest: dict) -> bool:

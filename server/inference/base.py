@@ -1,23 +1,28 @@
-"""What every runner shares: the manifest, its folder, LiteRT loading, parameter errors."""
+"""What every runner shares: the manifest, its folder, LiteRT loading, and its errors (Problems:
+the API answers them as they are)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from modelcontract.settings import Settings, load
+from ..errors import Problem
+from ..settings import Settings, load
 
 from .litert import LiteRTModel
 
 
-class ParameterError(ValueError):
-    """A request parameter the model cannot honour (-> 400 with the parameter's name)."""
+class ParameterError(Problem, ValueError):
+    """A request parameter the model cannot honour (-> 400 bad_parameter)."""
 
     def __init__(self, name: str, message: str):
-        super().__init__(message)
+        super().__init__(400, "bad_parameter", message)
         self.name = name
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(Problem, RuntimeError):
     """An installed manifest whose server artifact is missing or does not load (-> 503)."""
+
+    def __init__(self, message: str):
+        super().__init__(503, "model_unavailable", message)
 
 
 class Runner:

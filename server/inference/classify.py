@@ -11,8 +11,8 @@ from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.decode import (CLASSIFY_FORMATS, DEFAULT_TOP_K, class_count, class_probabilities,
                                   top_classes)
 from modelcontract.geometry import prepare
-from modelcontract.settings import Settings
 
+from ..settings import Settings
 from .base import Runner
 from .detect import timing
 

@@ -1,5 +1,5 @@
 """Detection runner: the manifest's input contract, the .tflite, and the decoding of
-modelcontract.decode (the same as static/js/detector.js), so the API returns what the page
+modelcontract.decode (the same as static/js/contract/decode.js), so the API returns what the page
 draws."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 
 from modelcontract.decode import DETECT_FORMATS, DetectOptions, decode_detections, nms_defaults
 from modelcontract.geometry import prepare
-from modelcontract.settings import Settings
 
+from ..settings import Settings
 from .base import ParameterError, Runner
 
 

@@ -26,11 +26,11 @@ from modelcontract.custom_gestures import GESTURE_SETS, normalise_hand
 from modelcontract.gesture import classify_gesture
 from modelcontract.hands import (DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS, associate_rects, crop_tensor,
                                  decode_palms, palm_to_roi, person_handedness, project_landmarks)
-from modelcontract.settings import Settings
 
+from ..settings import Settings
 from .base import ModelUnavailable, Runner
 
-# landmark .tflite output names (manifest server.note; TF.js renumbers them, see converters/handpose.py)
+# landmark .tflite output names (manifest server.note; TF.js renumbers them, see converters/handpose/__init__.py)
 LANDMARK_TFLITE = {"landmarks": "Identity", "hand_flag": "Identity_1", "handedness": "Identity_2",
                    "world_landmarks": "Identity_3"}
 
@@ -121,7 +121,7 @@ class HandsRunner(Runner):
 
     def __call__(self, image: np.ndarray, max_hands: int | None = None, score: float | None = None,
                  variant: str | None = None, detect_score: float | None = None, custom: dict | None = None) -> dict:
-        """The hands page's result for a still image (static/js/hands.js): handedness swapped
+        """The hands page's result for a still image (static/js/pages/hands.js): handedness swapped
         to the person's hand (MediaPipe labels assume a mirrored picture; the model's label
         stays in model_handedness), the gesture from gesture.js's rules (world landmarks for
         the hand's shape); with ``custom`` (a gesture set),

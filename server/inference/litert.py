@@ -4,7 +4,7 @@ A LiteRT interpreter is not thread-safe (its input/output tensors are shared sta
 ``LiteRTModel`` keeps a small pool of interpreters of the same file: a request takes one,
 runs it and gives it back, waiting while all are busy. The pool grows lazily up to
 ``pool_size`` (the setting DATARAILROAD_INTERPRETERS, default 1: the pool is then a lock).
-The runners pass their settings' values (modelcontract/settings.py); a model built without
+The runners pass their settings' values (server/settings.py); a model built without
 them (a test, a bench) takes this process's, ``load()``.
 
 Inputs and outputs are addressed by the signature's keys when the file has a
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modelcontract.settings import load
+from ..settings import load
 
 TRIAL_TIMEOUT_S = 120
 

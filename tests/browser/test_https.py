@@ -163,7 +163,7 @@ def test_this_machines_addresses_are_in_the_certificate(tmp_path):
 
 
 def test_ca_route_only_over_https_when_https_is_on(tmp_path):
-    from modelcontract.settings import Settings
+    from server.settings import Settings
     from server import create_app
 
     bundle = certs.ensure(tmp_path, lan=LAN)

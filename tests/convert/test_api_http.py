@@ -52,7 +52,7 @@ def assert_error(response, status, code=None):
 
 def page_detect(folder, image, score=0.25, max_det=100):
     """What the detect page shows: the TF.js files in TF.js (WASM) on the manifest's input,
-    decoded by static/js/detector.js."""
+    decoded by static/js/contract/decode.js."""
     manifest = read_manifest(folder)
     assert manifest["outputs"]["format"] == "nms"
     x, transform = prepare(image, manifest["input"])
@@ -66,7 +66,7 @@ def page_detect(folder, image, score=0.25, max_det=100):
 
 
 def page_classify(folder, image, k=5):
-    """The classify page: TF.js probabilities, ranked as static/js/classify.js ranks them."""
+    """The classify page: TF.js probabilities, ranked as static/js/contract/scores.js ranks them."""
     manifest = read_manifest(folder)
     x, _ = prepare(image, manifest["input"])
     tensors = manifest["outputs"]["tensors"]
@@ -174,7 +174,7 @@ def test_hands_custom_gestures_answer_the_recorded_names(client, api_models):
                                  "short example", "NaN",
                                  "too many examples", "twice"])
 def test_hands_custom_bad_file_is_a_400_and_the_server_goes_on(client, api_models, bad):
-    from tests.test_custom_gestures import BAD
+    from tests.unit.test_custom_gestures import BAD
 
     need(api_models, "handpose")
     body = BAD[bad]

@@ -202,14 +202,15 @@ def test_headers_of_api_answers_and_pages(served):
 def test_bodies_held_at_once_are_bounded():
     """The front keeps whole bodies in memory: their total per worker is capped
     (DATARAILROAD_BUFFER_BYTES), past which a new body is a 503 until others are answered."""
-    from modelcontract.settings import Settings
+    from server.settings import Settings
     from server import front
+    from server.errors import Problem
 
     settings = Settings.from_env({"DATARAILROAD_BUFFER_BYTES": "1000"})
     first = {"wsgi.input": io.BytesIO(b"a" * 600)}
     assert front.read_body(first, 600, 10_000, settings) == b"a" * 600
     second = {"wsgi.input": io.BytesIO(b"b" * 600)}
-    with pytest.raises(front.BodyError) as busy:
+    with pytest.raises(Problem) as busy:
         front.read_body(second, 600, 10_000, settings)
     assert busy.value.status == 503 and busy.value.code == "server_busy" and second[front.CLOSE_CONNECTION]
     front.release(first)

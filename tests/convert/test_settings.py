@@ -1,4 +1,4 @@
-"""modelcontract/settings.py: the one table of settings, its parsing and bounds, the docs'
+"""server/settings.py: the one table of settings, its parsing and bounds, the docs'
 table of it, and that the app, gunicorn, the runners and the cluster take their values from it."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from modelcontract.settings import SETTINGS, Settings, load, main
+from server.settings import SETTINGS, Settings, load, main
 from server import config, create_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,18 +34,19 @@ def docs_table() -> dict[str, list[str]]:
 def test_docs_table_lists_exactly_the_settings():
     listed = docs_table()
     assert list(listed) == [row.env for row in SETTINGS.values()]
-    # ... with the code's defaults and bounds (`python -m modelcontract.settings --markdown` writes it).
+    # ... with the code's defaults and bounds (`python -m server.settings --markdown` writes it).
     assert {env: cells[:2] for env, cells in listed.items()} == \
         {row.env: [row.shown, row.limits] for row in SETTINGS.values()}
 
 
 def test_every_variable_is_read_only_by_the_settings():
-    """No module of the app, the converters or the contract reads a setting's variable itself."""
+    """No module of the app, the converters or the contract reads a setting's variable itself
+    (modelcontract/paths.py reads the folders' variables for the converters: see below)."""
     names = {row.env for row in SETTINGS.values()}
     offenders = []
     for folder in ("server", "converters", "modelcontract"):
         for path in (ROOT / folder).rglob("*.py"):
-            if path.name == "settings.py" and path.parent.name == "modelcontract":
+            if path in (ROOT / "server" / "settings.py", ROOT / "modelcontract" / "paths.py"):
                 continue
             text = path.read_text()
             for match in re.finditer(r"(?:environ\.get|environ\[|getenv)\(?\s*[\"']([A-Z_]+)", text):
@@ -55,6 +56,18 @@ def test_every_variable_is_read_only_by_the_settings():
                              (ROOT / "gunicorn.conf.py").read_text()):
         offenders.append(f"gunicorn.conf.py: {match.group(0)}")
     assert offenders == []
+
+
+def test_the_converters_folders_are_the_settings():
+    """modelcontract/paths.py (the converters' side, no server import) reads the folders'
+    variables as the settings do: same variables, defaults and parsing."""
+    from modelcontract import paths
+
+    for name, (env, default) in paths.FOLDERS.items():
+        assert SETTINGS[name].env == env
+        assert paths.folder(name, {}) == getattr(Settings.from_env({}), name) == default
+        environ = {env: "~/somewhere"}
+        assert paths.folder(name, environ) == getattr(Settings.from_env(environ), name) == Path.home() / "somewhere"
 
 
 def test_defaults():
@@ -144,6 +157,7 @@ def test_the_app_takes_its_settings(tmp_path):
     """A value set in the settings reaches the app: an upload over a small limit is a 413,
     and the front holds bodies within the app's buffer budget."""
     from server import front
+    from server.errors import Problem
 
     settings = dataclasses.replace(Settings(), models=tmp_path, max_upload_bytes=1000, buffer_bytes=100)
     app = create_app({"TESTING": True}, settings)
@@ -157,7 +171,7 @@ def test_the_app_takes_its_settings(tmp_path):
     assert raw.status_code == 413
     small = client.post("/api/v1/detect", data=b"x" * 10, content_type="image/jpeg")
     assert small.status_code != 413
-    with app.test_request_context(), pytest.raises(front.BodyError) as busy:
+    with app.test_request_context(), pytest.raises(Problem) as busy:
         front.read_body({"wsgi.input": io.BytesIO(b"x" * 500)}, 500, 1000)
     assert busy.value.status == 503 and "holds 100 bytes" in busy.value.message
 

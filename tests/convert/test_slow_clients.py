@@ -203,7 +203,7 @@ def test_lingering_is_bounded_and_keep_alive_is_not_slowed(served):
 
 
 def test_send_timeout_setting():
-    from modelcontract.settings import Settings
+    from server.settings import Settings
 
     assert Settings.from_env({}).send_timeout == 30.0
     assert Settings.from_env({"DATARAILROAD_SEND_TIMEOUT": "2.5"}).send_timeout == 2.5

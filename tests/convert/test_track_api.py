@@ -17,9 +17,9 @@ import cv2
 import numpy as np
 import pytest
 
-from modelcontract import limits
 from modelcontract import track as tracking
-from server import create_app, video
+from server import create_app, limits, video
+from server.errors import Problem
 from harness.paths import YOLOV5N_WEIGHTS
 from harness.photos import encode, photo_rgb
 from harness.track_scenes import ping_pong_clip
@@ -317,16 +317,16 @@ def test_video_errors(tiny):
     cases = [(b"", 400, "empty_video"), (b"GIF89a" + bytes(100), 415, "unsupported_media_type"),
              (webm[:40], 422, "unprocessable_video")]
     for data, status, code in cases:
-        with pytest.raises(video.VideoError) as caught:
+        with pytest.raises(Problem) as caught:
             video.open_video(data, 10_000, 100)
         assert (caught.value.status, caught.value.code) == (status, code)
-    with pytest.raises(video.VideoError) as caught:
+    with pytest.raises(Problem) as caught:
         video.open_video(webm, 64 * 48 - 1, 100)
     assert caught.value.code == "frame_too_large"
-    with video.open_video(webm, 10_000, 5) as clip, pytest.raises(video.VideoError) as caught:
+    with video.open_video(webm, 10_000, 5) as clip, pytest.raises(Problem) as caught:
         list(clip.frames())
     assert (caught.value.status, caught.value.code) == (413, "too_many_frames")
-    with pytest.raises(video.VideoError) as caught:
+    with pytest.raises(Problem) as caught:
         video.open_video(video_bytes(tiny, "mp4"), 10_000, 5)  # from the header, before any frame
     assert "has 6 frames" in caught.value.message
 

@@ -123,8 +123,8 @@ def test_unknown_page_is_html_for_people(client):
 
 
 def test_config_from_settings(tmp_path):
-    """The environment reaches the app through its Settings (modelcontract/settings.py)."""
-    from modelcontract.settings import Settings
+    """The environment reaches the app through its Settings (server/settings.py)."""
+    from server.settings import Settings
 
     settings = Settings.from_env({"DATARAILROAD_MODELS": str(tmp_path), "DATARAILROAD_MAX_UPLOAD_BYTES": "1234"})
     app = create_app(settings=settings)
@@ -174,7 +174,7 @@ def test_csp_allows_exactly_the_import_map(client):
 def test_gunicorn_config_defaults(monkeypatch):
     import runpy
 
-    from modelcontract.settings import load
+    from server.settings import load
 
     monkeypatch.delenv("DATARAILROAD_BIND", raising=False)
     monkeypatch.delenv("DATARAILROAD_PORT", raising=False)

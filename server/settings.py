@@ -7,18 +7,20 @@ checks that it does).
     dataclasses.replace(settings, batch=1)               # a modified copy (tests, the cluster)
 
 ``create_app(settings=...)`` takes one (default: ``load()``) and hands it to the code that
-needs it (the front's timeouts, the runners, the /ca.crt route); gunicorn.conf.py and the
-converters read ``load()``. Nothing else reads these variables: another process (a gunicorn
-started by a test, a Ray node) gets its settings from its own environment.
+needs it (the front's timeouts, the runners, the /ca.crt route); gunicorn.conf.py reads
+``load()``. The converters, which don't import the server, read the folders they share with
+it (models, cache, shared) through modelcontract/paths.py: the same variables, defaults and
+reading. Nothing else reads these variables: another process (a gunicorn started by a test,
+a Ray node) gets its settings from its own environment.
 
 A variable unset or empty takes the default. A value that does not parse, or breaks its
 bound, raises ValueError naming the variable; where the bound says so the value is clamped
 instead (e.g. DATARAILROAD_IDLE_TIMEOUT above 30 s is 30 s).
 
-``python -m modelcontract.settings`` prints this process's settings; ``--markdown`` prints
+``python -m server.settings`` prints this process's settings; ``--markdown`` prints
 the table of docs/configuration.md.
 
-The standard library only (the converters, server, tests and benches all import it).
+The standard library only (the server, gunicorn.conf.py, tests and benches import it).
 """
 from __future__ import annotations
 
@@ -31,8 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from modelcontract.paths import FOLDERS, ROOT, read_path
+
 from .limits import DEFAULT_MAX_IMAGE_PIXELS, DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_MAX_VIDEO_FRAMES
-from .paths import ROOT
 
 MiB = 1024 * 1024
 
@@ -75,13 +78,9 @@ def _flag(text: str) -> bool:
     return text == "1"
 
 
-def _path(text: str) -> Path:
-    return Path(text).expanduser().resolve()
-
-
 # How a variable's text reads, and what the error says it must be.
 READ = {int: (int, "an integer"), float: (float, "a number"), bool: (_flag, "1 (on) or 0 (off)"),
-        Path: (_path, "a path"), str: (str, "text")}
+        Path: (read_path, "a path"), str: (str, "text")}
 
 
 @dataclass(frozen=True)
@@ -127,15 +126,15 @@ class Settings:
     filled in when it is built: a ``dataclasses.replace`` copy keeps them unless it replaces
     them too (e.g. ``infer_threads`` is not recomputed from a replaced ``workers``)."""
 
-    # Where things are
-    models: Path = setting("DATARAILROAD_MODELS", Path, "installed models: the converters write them, the server "
-                           "serves them", ROOT / "models", shown="./models")
+    # Where things are (models, cache, shared: the converters read them through modelcontract/paths.py)
+    models: Path = setting(FOLDERS["models"][0], Path, "installed models: the converters write them, the server "
+                           "serves them", FOLDERS["models"][1], shown="./models")
     node_modules: Path = setting("DATARAILROAD_NODE_MODULES", Path, "the npm packages the pages load (/vendor/...; "
                                  "`npm ci` installs them)", ROOT / "node_modules", shown="./node_modules")
-    cache: Path = setting("DATARAILROAD_CACHE", Path, "the converters' downloads (source weights, photos)",
-                          factory=lambda: Path.home() / ".cache" / "datarailroad", shown="~/.cache/datarailroad")
-    shared: Path = setting("DATARAILROAD_SHARED", Path, "shared fixtures (hand photos) the handpose converter's parity "
-                           "check uses when present", ROOT.parent / "shared", shown="../shared")
+    cache: Path = setting(FOLDERS["cache"][0], Path, "the converters' downloads (source weights, photos)",
+                          FOLDERS["cache"][1], shown="~/.cache/datarailroad")
+    shared: Path = setting(FOLDERS["shared"][0], Path, "shared fixtures (hand photos) the handpose converter's parity "
+                           "check uses when present", FOLDERS["shared"][1], shown="../shared")
     # Request limits
     max_upload_bytes: int = setting("DATARAILROAD_MAX_UPLOAD_BYTES", int, "request body size (413 past it)",
                                     DEFAULT_MAX_UPLOAD_BYTES, shown="10 MiB", bound=AT_LEAST_1)
@@ -232,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown())
         return 0
     if args:
-        print("usage: python -m modelcontract.settings [--markdown]", file=sys.stderr)
+        print("usage: python -m server.settings [--markdown]", file=sys.stderr)
         return 2
     settings = load()
     width = max(len(row.env) for row in SETTINGS.values())
