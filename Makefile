@@ -1,16 +1,26 @@
 # The two commands (see README):  make run   |   make test
 # Everything else here is a step they share.
 SHELL := /bin/bash
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The interpreter the venv is made with: PYTHON=... when given, else the newest of python3.13,
+# python3.12, python3.11, python3 that works (Python 3.11-3.13; CI runs 3.11). tools/python.sh
+# runs each candidate (a pyenv shim is on PATH for every installed version but fails unless that
+# version is selected) and says in one line what to install when none fits: make stops there.
+PYTHON_CHECK := $(shell tools/python.sh $(PYTHON))
+ifneq ($(firstword $(PYTHON_CHECK)),ok)
+$(error $(PYTHON_CHECK))
+endif
+PYTHON := $(lastword $(PYTHON_CHECK))
+# An existing venv keeps the interpreter it was made with (delete it to switch). VENV=DIR on the
+# command line uses another one (make test-python does).
 VENV := .venv
-PY := $(VENV)/bin/python
+VENV_PY := $(VENV)/bin/python
 SHARED ?= ../shared
 YOLOV5N_WEIGHTS ?= $(SHARED)/models/yolov5n.pt
 HOST ?= 127.0.0.1
 PORT ?= 8000
 HTTPS ?=
 
-.PHONY: run test test-quick test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
+.PHONY: run test test-python test-quick test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
 run: tools setup models serve
 
@@ -18,8 +28,20 @@ run: tools setup models serve
 # suite mostly waits on browsers and servers, so more workers than the 2 cores pay.
 TEST_WORKERS ?= 3
 test: tools system-deps setup lint
-	@set +e; $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
+	@set +e; $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
+
+# The suite on another interpreter: make test-python PY=3.13 (or 3.11, 3.12) finds python3.13 on
+# PATH, else pyenv's installed 3.13, and runs make test with a venv of its own (.venv-py3.13).
+# Tests that need MediaPipe's own runtime skip where its wheel cannot install (3.13).
+ifneq ($(filter test-python,$(MAKECMDGOALS)),)
+TEST_PYTHON := $(shell tools/python.sh --version "$(PY)")
+ifneq ($(firstword $(TEST_PYTHON)),ok)
+$(error $(TEST_PYTHON))
+endif
+endif
+test-python:
+	$(MAKE) test PYTHON=$(lastword $(TEST_PYTHON)) VENV=.venv-py$(PY)
 
 # The same without the tests marked slow (minutes each: SwiftShader WebGPU live frames).
 test-quick:
@@ -41,11 +63,11 @@ setup: $(VENV)/.installed node_modules/.package-lock.json
 # triton (pulled by torch) segfaults when TF is imported first; CPU use never needs it.
 # Last, the project itself, editable and without deps (pyproject.toml): imports by name everywhere.
 $(VENV)/.installed: requirements.txt requirements-serve.txt requirements-nodeps.txt pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt
-	$(PY) -m pip uninstall -y -q triton || true
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps -e .
+	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV_PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(VENV_PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt
+	$(VENV_PY) -m pip uninstall -y -q triton || true
+	$(VENV_PY) -m pip install --disable-pip-version-check -q --no-deps -e .
 	touch $@
 
 node_modules/.package-lock.json: package-lock.json
@@ -56,15 +78,15 @@ node_modules/.package-lock.json: package-lock.json
 # yolov5n twice: 640 px (yolov5n) and 320 px (yolov5n-320, its own folder), the shared weights when present.
 models: setup
 	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then for size in 640 320; do \
-	  $(PY) -m converters yolov5n --imgsz $$size --weights "$(YOLOV5N_WEIGHTS)" || exit 1; done; fi
-	@$(PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
-	@[ -f "$(YOLOV5N_WEIGHTS)" ] || $(PY) -m converters yolov5n --imgsz 320 || echo "(yolov5n-320 was not built: see the fix above)"
+	  $(VENV_PY) -m converters yolov5n --imgsz $$size --weights "$(YOLOV5N_WEIGHTS)" || exit 1; done; fi
+	@$(VENV_PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
+	@[ -f "$(YOLOV5N_WEIGHTS)" ] || $(VENV_PY) -m converters yolov5n --imgsz 320 || echo "(yolov5n-320 was not built: see the fix above)"
 
 # HTTPS=1: https with a local CA's certificate (server/certs.py, made once in certs/), so phones
 # on the LAN (HOST=0.0.0.0) get the camera; docs/phones-offline.md.
 serve: setup
 ifeq ($(HTTPS),1)
-	@DATARAILROAD_PORT=$(PORT) $(PY) -m server.certs --host $(HOST)
+	@DATARAILROAD_PORT=$(PORT) $(VENV_PY) -m server.certs --host $(HOST)
 endif
 	@echo "DataRailroad on $(if $(filter 1,$(HTTPS)),https,http)://$(HOST):$(PORT)/  (Ctrl+C stops)"
 	DATARAILROAD_HTTPS=$(HTTPS) DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(VENV)/bin/gunicorn -c gunicorn.conf.py 'server:create_app()'
@@ -85,7 +107,7 @@ system-deps:
 	  else echo "chromium is missing: sudo apt-get install chromium chromium-driver"; exit 1; fi; fi
 
 bench: setup
-	$(PY) bench/convert.py
+	$(VENV_PY) bench/convert.py
 
 clean-models:
 	rm -rf models
@@ -96,10 +118,10 @@ NODES ?= 2
 RAY_PORT ?= 6380
 RAY_NODE_PORTS ?= 10000
 cluster: setup
-	$(PY) -m server.cluster up --nodes $(NODES) --port $(PORT) --ray-port $(RAY_PORT) --node-ports $(RAY_NODE_PORTS)
+	$(VENV_PY) -m server.cluster up --nodes $(NODES) --port $(PORT) --ray-port $(RAY_PORT) --node-ports $(RAY_NODE_PORTS)
 
 cluster-stop:
-	$(PY) -m server.cluster down --ray-port $(RAY_PORT)
+	$(VENV_PY) -m server.cluster down --ray-port $(RAY_PORT)
 
 # The slim runtime for serving machines and cluster nodes: no converter dependencies.
 SERVE_VENV ?= .venv-serve

@@ -91,6 +91,18 @@ def gt_line_counts(gt: dict, a, b) -> dict:
     return line.counts
 
 
+def iou_distances(objs: list, hyps: list, max_iou: float = 0.5) -> np.ndarray:
+    """motmetrics 1.4.0's distances.iou_matrix without its np.asfarray, which NumPy 2 (the numpy
+    of Python 3.13) removed: 1 - IoU of (x, y, w, h) boxes, NaN past ``max_iou`` (never paired)."""
+    from motmetrics.distances import boxiou
+
+    if np.size(objs) == 0 or np.size(hyps) == 0:
+        return np.empty((0, 0))
+    o, h = np.asarray(objs, dtype=float), np.asarray(hyps, dtype=float)
+    d = 1 - boxiou(o[:, None], h[None, :])
+    return np.where(d > max_iou, np.nan, d)
+
+
 def evaluate(folder: Path, model: Path, classes=(0,)) -> dict:
     import motmetrics as mm
     from PIL import Image
@@ -120,7 +132,7 @@ def evaluate(folder: Path, model: Path, classes=(0,)) -> dict:
         truth = gt.get(f, [])
         hyp = [[t["box"][0], t["box"][1], t["box"][2] - t["box"][0], t["box"][3] - t["box"][1]] for t in tracks]
         acc.update([i for i, _ in truth], [t["id"] for t in tracks],
-                   mm.distances.iou_matrix([b for _, b in truth], hyp, max_iou=0.5))
+                   iou_distances([b for _, b in truth], hyp, max_iou=0.5))
     summary = mm.metrics.create().compute(acc, metrics=["mota", "idf1", "num_switches", "num_false_positives",
                                                         "num_misses", "num_frames"], name="seq")
     row = summary.loc["seq"]

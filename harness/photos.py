@@ -61,7 +61,9 @@ def mediapipe_hands(name: str, variant: str = "full", min_detection_confidence: 
 
 
 def mediapipe_on(image: np.ndarray, variant: str = "full", min_detection_confidence: float = 0.3) -> tuple:
-    import mediapipe as mp
+    # The reference runtime: mediapipe 0.10.21 has no wheel for Python 3.13 (requirements.txt).
+    mp = pytest.importorskip("mediapipe", reason="MediaPipe's own runtime (the reference) is not installed: "
+                             "mediapipe 0.10.21 has wheels for CPython 3.9-3.12 only")
 
     image = np.ascontiguousarray(image)
     h, w = image.shape[:2]

@@ -2,7 +2,8 @@
 that @tensorflow-models/hand-pose-detection 2.0.1 (runtime 'tfjs') loads through its
 ``detectorModelUrl`` / ``landmarkModelUrl`` options.
 
-Source: the four .tflite files shipped in the mediapipe wheel (or a folder holding them).
+Source: the four .tflite files shipped in the mediapipe 0.10.21 wheel, read out of the wheel
+fetched as a file where mediapipe is not installed (``wheel``), or a folder holding them.
 Route: .tflite -> TF function (converters.tflite_to_tf) -> SavedModel -> TF.js.
 
 What the library expects (read from its dist/tfjs/*.js, not guessed):
@@ -31,10 +32,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ from modelcontract import manifest as manifest_io
 from .. import parity, sources, stages
 from ..errors import ConverterError
 from ..sources import Source
+from . import wheel
 from .graphs import (TFLITE_FILES, TFLITE_ROLES, check_io, check_model_json, library_outputs, same_names,
                      tflite_reference, tfjs_path, tfjs_roles)
 from .landmarks import (KEYPOINT_NAMES, LANDMARK_INPUT, LANDMARK_KEYS, LANDMARK_OUTPUTS, TFJS_LANDMARK_ROLES,
@@ -60,17 +62,6 @@ LICENCE = sources.licence("Apache-2.0", "https://github.com/google-ai-edge/media
 
 
 # ---------------------------------------------------------------------------- source
-
-def _mediapipe_models_dir() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("mediapipe")
-    if spec is None or spec.origin is None:
-        raise ConverterError("the mediapipe package (which ships the MediaPipe Hands .tflite files) is not installed",
-                             "pip install -r requirements.txt, or pass --weights FOLDER holding "
-                             + ", ".join(TFLITE_FILES.values()))
-    return Path(spec.origin).parent / "modules"
-
 
 def _find_files(folder: Path) -> dict[str, Path]:
     found, missing = {}, []
@@ -93,14 +84,17 @@ def _find_files(folder: Path) -> dict[str, Path]:
 
 
 def resolve_source(weights: str | None) -> Source:
-    """Default: the mediapipe wheel's files. A path: a folder with the four .tflite files."""
+    """Default: the mediapipe 0.10.21 wheel's files. A path: a folder with the four .tflite files."""
     if weights == "none":
         raise ConverterError("random weights are not meaningful for handpose: the graphs are rebuilt from "
                              "the trained .tflite files themselves",
                              "omit --weights (uses the mediapipe wheel's models) or pass --weights FOLDER "
                              "holding " + ", ".join(TFLITE_FILES.values()))
     if weights is None:
-        folder = _mediapipe_models_dir()
+        # An installed mediapipe 0.10.21's files, else the ones read out of its wheel fetched as
+        # a file (no cp313 wheel to install); sha256-checked either way (wheel.py).
+        files, digests, _ = wheel.default_files(sources.CACHE)
+        folder = Path(os.path.commonpath([str(p.parent) for p in files.values()]))
         kind = "mediapipe-wheel"
         licence = LICENCE
     else:
@@ -110,15 +104,13 @@ def resolve_source(weights: str | None) -> Source:
                                  "pass --weights FOLDER holding " + ", ".join(TFLITE_FILES.values()))
         kind = "tflite-folder"
         licence = sources.user_licence("MediaPipe Hands .tflite files")
-    files = _find_files(folder)
-    digests = {key: manifest_io.sha256_file(path) for key, path in files.items()}
+        files = _find_files(folder)
+        digests = {key: manifest_io.sha256_file(path) for key, path in files.items()}
     # One sha256 over the four files' digests: changes when any model changes.
     combined = hashlib.sha256("".join(f"{k}:{digests[k]}\n" for k in sorted(digests)).encode()).hexdigest()
     extra = {"files": {key: {"path": str(files[key]), "sha256": digests[key]} for key in files}}
-    try:
-        extra["mediapipe"] = metadata.version("mediapipe")
-    except metadata.PackageNotFoundError:
-        pass
+    if kind == "mediapipe-wheel":
+        extra["mediapipe"] = wheel.MEDIAPIPE_VERSION
     return Source(kind=kind, path=folder.resolve(), sha256=combined, extra=extra, licence=licence)
 
 
@@ -217,6 +209,8 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     for variant in VARIANTS:
         end_to_end[variant] = library_vs_mediapipe(ctx.workdir, variant)
         ctx.log(f"{variant} end to end: {json.dumps(end_to_end[variant].get('photos'))[:300]}")
+        if "skipped" in end_to_end[variant]:
+            ctx.log(f"{variant} end to end: {end_to_end[variant]['skipped']}")
     same_files = all(manifest_io.sha256_file(ctx.workdir / "tflite" / TFLITE_FILES[key]) ==
                      ctx.source.extra["files"][key]["sha256"] for key in files)
     return Verified(photo=photo, checked=checked, palms=palms, same_files=same_files, end_to_end=end_to_end,

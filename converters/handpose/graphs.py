@@ -21,7 +21,7 @@ TFLITE_FILES = {
 
 # The pipeline's roles of each model's outputs: the original .tflite's names, and the TF.js
 # graph's (its detector joins the logit and the 18 box values per anchor, as splitDetections
-# in handpipeline.js takes them apart).
+# in contract/hands.js takes them apart).
 TFLITE_ROLES = {"detector": {"logits": "Identity_1", "boxes": "Identity"}, "landmark": LANDMARK_KEYS}
 
 

@@ -1,11 +1,13 @@
 """The end-to-end check: @tensorflow-models/hand-pose-detection run in Node on the converted
 files (library_check.mjs) against MediaPipe's own Python solution, on real hand photos,
-and the photos themselves."""
+and the photos themselves. Where mediapipe does not import (no wheel for CPython 3.13) the
+comparison is recorded as skipped, with the reason."""
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from importlib import metadata
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modelcontract.settings import load
+from modelcontract.paths import shared_dir
 
 from ..errors import ConverterError
 from ..sources import load_photo
@@ -28,7 +30,7 @@ def hand_photo() -> tuple[str, np.ndarray]:
     test-only image, never shipped), else zidane.jpg from the ultralytics wheel."""
     from PIL import Image
 
-    path = load().shared / "fixtures" / "hands" / "up_1.jpg"
+    path = shared_dir() / "fixtures" / "hands" / "up_1.jpg"
     if path.is_file():
         with Image.open(path) as im:
             return "up_1.jpg", np.asarray(im.convert("RGB"))
@@ -113,7 +115,7 @@ def end_to_end_photos() -> dict[str, np.ndarray]:
     """Photos for the library check: the shared hand fixtures when present, else zidane.jpg."""
     from PIL import Image
 
-    shared = load().shared / "fixtures" / "hands"  # DATARAILROAD_SHARED
+    shared = shared_dir() / "fixtures" / "hands"  # DATARAILROAD_SHARED
     photos = {}
     for name in ("up_1.jpg", "up_3.jpg"):
         if (shared / name).is_file():
@@ -122,16 +124,32 @@ def end_to_end_photos() -> dict[str, np.ndarray]:
     return photos or {"zidane.jpg": load_photo("zidane.jpg")}
 
 
+def mediapipe_missing() -> str | None:
+    """Why MediaPipe's own Python solution cannot run here; None when it can."""
+    try:
+        import mediapipe  # noqa: F401
+    except ImportError as exc:
+        return (f"mediapipe does not import on Python {sys.version_info.major}.{sys.version_info.minor} ({exc}); "
+                "mediapipe 0.10.21 has wheels for CPython 3.9-3.12 only")
+    return None
+
+
 def library_vs_mediapipe(model_dir: Path, variant: str) -> dict:
+    """The library on the photos, each hand compared with MediaPipe's; where mediapipe does
+    not import, the library's hands alone and ``skipped`` with the reason."""
     photos = end_to_end_photos()
     started = time.perf_counter()
     library = run_library(model_dir, variant, photos)
+    missing = mediapipe_missing()
     report = {"backend": "/".join(sorted({library[name]["backend"] for name in photos})),  # as the runs report it
-              "reference": f"mediapipe {version('mediapipe')} solutions.hands "
+              "reference": None if missing else f"mediapipe {version('mediapipe')} solutions.hands "
               f"(static_image_mode, model_complexity={1 if variant == 'full' else 0})",
               "tolerance_mean_px": KEYPOINT_TOLERANCE_PX, "photos": {}}
+    if missing:
+        report["skipped"] = f"no comparison with MediaPipe's own solution: {missing}"
     for name, image in photos.items():
-        ref = mediapipe_hands(image, variant)
-        report["photos"][name] = {**compare_hands(ref, library[name]["hands"]), "ms": round(library[name]["ms"], 1)}
+        found = library[name]["hands"]
+        compared = {"hands": len(found)} if missing else compare_hands(mediapipe_hands(image, variant), found)
+        report["photos"][name] = {**compared, "ms": round(library[name]["ms"], 1)}
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report

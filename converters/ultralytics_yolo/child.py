@@ -120,6 +120,12 @@ def main(request_file: str) -> None:
     from converters import tfjs
 
     tfjs._tf_saved_model_conversion()
+    # ultralytics 8.4.82 refuses TF.js export on Python >= 3.13 because "tensorflowjs requires
+    # the np.object alias": stale for tensorflowjs 4.22.0 (no np.object in it; it converts with
+    # NumPy 2 on 3.13, and the parity checks measure the result), so the flag is lowered.
+    from ultralytics.engine import exporter
+
+    exporter.IS_PYTHON_MINIMUM_3_13 = False
     started = time.perf_counter()
     web = Path(yolo.export(format="tfjs", imgsz=request["imgsz"], nms=False, device="cpu")).resolve()
     seconds = time.perf_counter() - started

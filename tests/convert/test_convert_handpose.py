@@ -178,6 +178,8 @@ def test_anchor_decode_matches_library(manifest):
 def test_library_finds_the_hand_like_mediapipe(handpose_dir):
     """hand-pose-detection (runtime 'tfjs', WASM) on the converted files vs MediaPipe's own
     Python solution (model_complexity=1) on the same real photo."""
+    pytest.importorskip("mediapipe", reason="MediaPipe's own runtime (the reference) is not installed: "
+                        "mediapipe 0.10.21 has wheels for CPython 3.9-3.12 only")
     image = photo_rgb("up_1.jpg")
     found = library.run_library(handpose_dir, "full", {"up_1.jpg": image})
     hands = found["up_1.jpg"]["hands"]
@@ -192,6 +194,8 @@ def test_library_finds_the_hand_like_mediapipe(handpose_dir):
 
 def test_end_to_end_recorded_for_both_variants(manifest):
     e2e = manifest["end_to_end"]
+    if "skipped" in e2e["full"]:  # built where mediapipe does not import (Python 3.13)
+        pytest.skip(e2e["full"]["skipped"])
     full = e2e["full"]["photos"]
     lite = e2e["lite"]["photos"]
     if "up_1.jpg" not in full:
