@@ -1,3 +1,4 @@
+"""The converters' one error type: what the user can fix, printed as a line and its fix (exit 2)."""
 class ConverterError(Exception):
     """A failure the user can fix: printed as one line plus the fix, exit code 2."""
 

@@ -305,7 +305,7 @@ def test_yolo_parity_meets_target(v8):
 def pytorch_random_yolo(architecture: str):
     """The PyTorch network the yolo build converts, rebuilt here as the converter's child makes
     it from an architecture yaml: seeded weights, class prior zeroed, batch norm calibrated on
-    zidane.jpg at 640 (converters/ultralytics_yolo.py)."""
+    zidane.jpg at 640 (converters/ultralytics_yolo/)."""
     import torch
     from PIL import Image
 
