@@ -52,9 +52,11 @@ test-quick:
 test-fast:
 	$(MAKE) test PYTEST_ARGS='tests/unit $(PYTEST_ARGS)'
 
-# pyproject.toml holds ruff's rule set: bugs, not style.
+# pyproject.toml holds ruff's rule set, eslint.config.js ESLint's (static/js, the converters' .mjs):
+# bugs, not style.
 lint: setup
 	$(VENV)/bin/ruff check .
+	node_modules/.bin/eslint .
 
 setup: $(VENV)/.installed node_modules/.package-lock.json
 

@@ -51,10 +51,10 @@ def median(values):
 # image on the page; null = zeros). Returns ms per run (input copies included for LiteRT,
 # as in the pages).
 BARE_MODEL_TIMES = """async ([modelId, backend, sourceId, n]) => {
-  const rt = await import('/static/js/runtime.js');
-  const mf = await import('/static/js/manifest.js');
-  const litert = await import('/static/js/litert.js');
-  const {prepareInput} = await import('/static/js/geometry.js');
+  const rt = await import('/static/js/runtime/runtime.js');
+  const mf = await import('/static/js/contract/manifest.js');
+  const litert = await import('/static/js/runtime/litert.js');
+  const {prepareInput} = await import('/static/js/contract/geometry.js');
   const manifest = await mf.fetchManifest(modelId);
   await rt.useBackend(backend);
   const x = sourceId ? prepareInput(document.getElementById(sourceId), manifest.input).input

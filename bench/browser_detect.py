@@ -92,7 +92,7 @@ SEED_LOOP_FPS = """async ([modelUrl, seconds]) => {
 # LiteRT.js alone on the .tflite at each thread count: the median ms of compiled.run, and of
 # the copies around it (the input into the WASM heap, the outputs out of it).
 LITERT_THREADS = """async ([url, threadCounts, n]) => {
-  const {loadRuntime} = await import('/static/js/litert.js');
+  const {loadRuntime} = await import('/static/js/runtime/litert.js');
   const runtime = await loadRuntime('wasm');
   const core = await import('/vendor/litertjs/core/index.js');
   const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());

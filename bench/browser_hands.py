@@ -1,4 +1,4 @@
-"""Hand pose page speed in headless Chromium: the page's hand pipeline (static/js/handpipeline.js,
+"""Hand pose page speed in headless Chromium: the page's hand pipeline (static/js/contract/hands.js,
 hand-pose-detection's 'tfjs' steps) per backend and model size — TF.js WASM on the converted
 graphs and LiteRT.js WASM on the same .tflite files the server runs, side by side in one run —
 against the library's 'mediapipe' runtime (MediaPipe's own WASM + WebGL solution, served
@@ -55,7 +55,7 @@ FRAMES = """async ([n, seconds]) => {
 # The two models bare on the page's backend (a TF.js graph, or the .tflite on LiteRT.js):
 # median ms of predict + read back of every output.
 BARE = """async ([models, n, litert]) => {
-  const {loadTflite} = await import('/static/js/litert.js');
+  const {loadTflite} = await import('/static/js/runtime/litert.js');
   const out = {};
   for (const [key, graphUrl, tfliteUrl, shape] of models) {
     const model = litert ? await loadTflite(tfliteUrl, 'wasm') : await tf.loadGraphModel(graphUrl);

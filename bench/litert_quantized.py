@@ -26,7 +26,7 @@ from harness.browser import launch
 from harness.servers import live_server
 
 PAGE_MS = """async ([b64, shape, n]) => {
-  const litert = await import('/static/js/litert.js');
+  const litert = await import('/static/js/runtime/litert.js');
   const runtime = await litert.loadRuntime();
   const core = await import('/vendor/litertjs/core/index.js');
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));

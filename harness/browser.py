@@ -127,7 +127,7 @@ def drop_files(page, selector: str, files: list[tuple[str, str, bytes]]):
 # After every frame a page shows (#results data-frame, between frames: nothing in flight):
 # TF.js's tensor count, LiteRT's live tensors and compiled models, and the WASM heap they sit in.
 RECORD_FRAMES = """async () => {
-  const {liteRtStats} = await import('/static/js/litert.js');
+  const {liteRtStats} = await import('/static/js/runtime/litert.js');
   window.__frames = [];
   const results = document.getElementById('results');
   new MutationObserver(() => window.__frames.push({

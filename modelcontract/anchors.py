@@ -1,5 +1,5 @@
 """MediaPipe's SSD anchors (create_ssd_anchors.js of @tensorflow-models/hand-pose-detection
-2.0.1, which static/js/handpipeline.js mirrors) from a manifest's ``anchors`` config."""
+2.0.1, which static/js/contract/hands.js mirrors) from a manifest's ``anchors`` config."""
 from __future__ import annotations
 
 import math

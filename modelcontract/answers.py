@@ -1,6 +1,6 @@
 """The answer check: a build records what its source framework answers on one synthetic
 input (geometry.check_pattern), and a page compares a backend's answer with it before it
-trusts that backend (static/js/answers.js is the twin of this module).
+trusts that backend (static/js/contract/answers.js is the twin of this module).
 
 A record (the manifest's ``answer_check``) holds, per model part ("model" for one graph;
 "detector_full", "landmark_full", ... for hand pose), per output role, the output's size
@@ -17,16 +17,18 @@ import math
 import numpy as np
 
 from .geometry import CHECK_PATTERN, check_pattern, prepare
+from .twins import TWINS
 
-MAX_SAMPLES = 256
-SCALE_FLOOR = 1e-3
+# twins.json's "answers" (answers.js reads the same).
+MAX_SAMPLES: int = TWINS["answers"]["max_samples"]
+SCALE_FLOOR: float = TWINS["answers"]["scale_floor"]
 # The least tolerance per quantisation of the TF.js weights. Honest backends differ from the
 # source by float rounding (1e-6 on WASM; half-float GPUs ~1e-3); the faults this catches
 # (boxes shifted, nothing found, garbage) are errors of 0.2 and more.
-TOLERANCE = {"none": 0.05, "float16": 0.05, "uint8": 0.1}
+TOLERANCE: dict[str, float] = TWINS["answers"]["tolerance"]
 # A quantised build's own TF.js graph (on Node's WASM) may differ more: its tolerance is at
 # least this many times what the build measured.
-MEASURED_MARGIN = 2
+MEASURED_MARGIN: int = TWINS["answers"]["measured_margin"]
 
 
 def sample_indices(size: int, samples: int = MAX_SAMPLES) -> list[int]:

@@ -1,4 +1,4 @@
-"""Python twin of static/js/custom-classes.js: your own image classes ("Teach" on the
+"""Python twin of static/js/contract/custom_classes.js: your own image classes ("Teach" on the
 classify page) as recorded feature vectors, the classifier's second output (EfficientNet-
 Lite0's pooled head, 1280 numbers), matched by k nearest neighbours on cosine distance
 (example_sets). POST /api/v1/classify takes the page's exported file as its ``custom`` part.
@@ -8,8 +8,10 @@ from __future__ import annotations
 import math
 
 from .example_sets import ExampleSets
+from .twins import TWINS
 
-SIZE = 1280
+KIND = TWINS["example_sets"]["custom_classes"]   # format, size, limits, max_distance, k (twins.json)
+SIZE = KIND["size"]
 
 
 def cosine_distance(a, b) -> float:
@@ -23,6 +25,4 @@ def cosine_distance(a, b) -> float:
 
 # Every example votes however far (max_distance 2, the cosine's most): an image is always one
 # of your classes, as in Teachable Machine; the confidence says how sure.
-CLASS_SETS = ExampleSets(format="datarailroad-image-classes", size=SIZE,
-                         limits={"classes": 10, "examples": 60, "name": 40}, distance=cosine_distance,
-                         max_distance=2.0, k=5, noun="class")
+CLASS_SETS = ExampleSets.of(KIND, distance=cosine_distance)

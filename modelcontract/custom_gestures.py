@@ -1,16 +1,18 @@
-"""Python twin of static/js/custom-gestures.js: your own hand gestures as recorded examples
+"""Python twin of static/js/contract/custom_gestures.js: your own hand gestures as recorded examples
 (21 keypoints normalised to 40 numbers), matched by k nearest neighbours (example_sets).
 The hands page records and exports the file; POST /api/v1/hands takes it as its ``custom``
 part and answers the same names (tests/unit/test_custom_gestures.py runs both on the same hands
-and the same bad files). custom-gestures.js's header explains the rules.
+and the same bad files). custom_gestures.js's header explains the rules.
 """
 from __future__ import annotations
 
 import math
 
 from .example_sets import ExampleSets
+from .twins import TWINS
 
-SIZE = 40
+KIND = TWINS["example_sets"]["custom_gestures"]   # format, size, limits, max_distance, k (twins.json)
+SIZE = KIND["size"]   # 20 keypoints x (x, y)
 
 
 def normalise_hand(points, handedness: str) -> list[float]:
@@ -36,6 +38,4 @@ def hand_distance(a, b) -> float:
     return total / (SIZE / 2)
 
 
-GESTURE_SETS = ExampleSets(format="datarailroad-hand-gestures", size=SIZE,
-                           limits={"classes": 20, "examples": 300, "name": 40}, distance=hand_distance,
-                           max_distance=0.3, k=5, noun="gesture")
+GESTURE_SETS = ExampleSets.of(KIND, distance=hand_distance)

@@ -1,5 +1,5 @@
 """Reading every output format a manifest names (``outputs.format``), as the pages do
-(static/js/detector.js, static/js/classify.js), so the API returns what a page shows.
+(static/js/contract/decode.js, static/js/pages/classify.js), so the API returns what a page shows.
 
 Detectors:
   "nms"       NMS inside the graph (yolov5n): boxes [1,N,4] x1,y1,x2,y2 / input size, scores,
@@ -30,7 +30,7 @@ DETECT_FORMATS = ("nms", "yolo-raw")
 CLASSIFY_FORMATS = ("probabilities", "logits")
 NMS_KEYS = ("boxes", "scores", "classes", "valid_detections")
 DEFAULT_TOP_K = 5
-# detector.js shifts each class's boxes this far apart for per-class NMS in one call.
+# decode.js shifts each class's boxes this far apart for per-class NMS in one call.
 CLASS_SHIFT = np.float32(4096)
 
 
@@ -82,7 +82,7 @@ def nms_rows(outputs: dict, input_size: tuple[int, int]) -> dict:
 
 def decode_nms(outputs: dict, input_size: tuple[int, int], labels, transform, width, height,
                opts: DetectOptions) -> list[dict]:
-    """detector.js decodeNms: the graph's rows up to valid_detections, score and class
+    """decode.js decodeNms: the graph's rows up to valid_detections, score and class
     filter, max_det."""
     rows = nms_rows(outputs, input_size)
     detections = []
@@ -97,7 +97,7 @@ def decode_nms(outputs: dict, input_size: tuple[int, int], labels, transform, wi
 
 def decode_raw(raw: np.ndarray, labels, transform, width, height, opts: DetectOptions,
                agnostic: bool = True) -> list[dict]:
-    """detector.js decodeRaw: [1, 4+nc, A] -> xyxy (float32) and best class per anchor; anchors
+    """decode.js decodeRaw: [1, 4+nc, A] -> xyxy (float32) and best class per anchor; anchors
     of unwanted classes dropped; NMS (class-agnostic, or per class) keeping up to max_det boxes
     above the score."""
     rows = np.asarray(raw, dtype=np.float32)[0].T  # [A, 4+nc]

@@ -1,6 +1,6 @@
-"""Python twin of static/js/example-sets.js: named classes of recorded example vectors,
+"""Python twin of static/js/contract/example_sets.js: named classes of recorded example vectors,
 matched by k nearest neighbours, and the JSON file they are kept in (the pages export it;
-the API takes it as a request's ``custom`` part). example-sets.js explains the rules."""
+the API takes it as a request's ``custom`` part). example_sets.js explains the rules."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,13 @@ class ExampleSets:
     max_distance: float
     k: int
     noun: str
+
+    @classmethod
+    def of(cls, kind: dict, distance: Callable) -> ExampleSets:
+        """A kind as twins.json writes it (its ``decimals`` and ``limits.warn_below`` are the
+        page's alone) with its distance function."""
+        return cls(format=kind["format"], size=kind["size"], limits=kind["limits"], distance=distance,
+                   max_distance=float(kind["max_distance"]), k=kind["k"], noun=kind["noun"])
 
     def schema(self) -> dict:
         return {

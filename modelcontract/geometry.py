@@ -1,7 +1,7 @@
 """The manifest's ``input`` contract (resize, letterbox, centre crop, normalise), implemented
 once in numpy for the server, the converters' parity checks, tests and benches.
 
-The browser (static/js/geometry.js) does the same arithmetic with tf.image.resizeBilinear
+The browser (static/js/contract/geometry.js) does the same arithmetic with tf.image.resizeBilinear
 (halfPixelCenters=true, no antialiasing), so page, API and converter parity agree.
 
 Input spec (manifest["input"]):

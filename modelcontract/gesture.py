@@ -1,4 +1,4 @@
-"""Python twin of static/js/gesture.js ``classifyGesture(points, {world, hold})``: MediaPipe
+"""Python twin of static/js/contract/gesture.js ``classifyGesture(points, {world, hold})``: MediaPipe
 Gesture Recognizer's seven gestures (thumbs_up, thumbs_down, victory, open_palm,
 closed_fist, pointing_up, iloveyou) or none, from MediaPipe's 21 hand landmarks. Same rules,
 thresholds and arithmetic (doubles) as gesture.js, so the API's gesture is the one the hands
@@ -13,30 +13,19 @@ from __future__ import annotations
 
 import math
 
+from .twins import TWINS
+
 WRIST = 0
 THUMB = (1, 2, 3, 4)
 FINGERS = ((5, 6, 7, 8), (9, 10, 11, 12), (13, 14, 15, 16), (17, 18, 19, 20))
-GESTURES = ("thumbs_up", "thumbs_down", "victory", "open_palm", "closed_fist", "pointing_up", "iloveyou", "none")
-
-# [enter, hold] per rule (gesture.js THRESHOLDS).
-THRESHOLDS = {
-    "fingerFold": (0.0, 0.2),
-    "fingerExtend": (0.5, 0.3),
-    "thumbStraight": (0.8, 0.72),
-    "thumbOut": (0.45, 0.35),
-    "thumbReach": (0.2, 0.1),
-    "thumbCone": (55, 65),
-    "indexCone": (45, 60),
-}
-
-# The gestures whose thumb sticks out.
-THUMB_OUT = ("thumbs_up", "thumbs_down", "iloveyou", "open_palm")
-
-# Finger states per gesture, index to pinky: E extended, F folded, - either (gesture.js SHAPES).
-SHAPES = {
-    "thumbs_up": "FFFF", "thumbs_down": "FFFF", "closed_fist": "FFFF",
-    "pointing_up": "EFFF", "victory": "EEFF", "iloveyou": "EFFE", "open_palm": "EEEE",
-}
+# The gesture table {name: {label, emoji}}, "none" last; [enter, hold] per rule; finger states
+# per gesture (index to pinky: E extended, F folded); the gestures whose thumb sticks out: all
+# from twins.json, as gesture.js reads them.
+TABLE: dict[str, dict] = TWINS["gesture"]["gestures"]
+GESTURES = tuple(TABLE)
+THRESHOLDS = {rule: tuple(pair) for rule, pair in TWINS["gesture"]["thresholds"].items()}
+THUMB_OUT = tuple(TWINS["gesture"]["thumb_out"])
+SHAPES: dict[str, str] = TWINS["gesture"]["shapes"]
 
 
 def _or1(value: float) -> float:

@@ -2,7 +2,7 @@
 ``estimateHands(image, {staticImageMode: true})``) without its models: palm decoding, the
 palm -> hand ROI and its rotated crop, landmark projection, ROI association, and the
 handedness shown to people. The server's runner (server/inference/hands.py) and the handpose
-converter's parity check use it; static/js/handpipeline.js is its twin in the browser.
+converter's parity check use it; static/js/contract/hands.js is its twin in the browser.
 
 Each step names the library file it mirrors (dist/shared/calculators/*.js, dist/tfjs/*.js).
 """
@@ -14,13 +14,14 @@ import numpy as np
 
 from .boxes import non_max_suppression
 from .scores import sigmoid
+from .twins import TWINS
 
 VARIANTS = ("full", "lite")
 DEFAULT_MAX_HANDS = 2  # the library's DEFAULT_MPHANDS_MODEL_CONFIG.maxHands
 # The model's labels (MediaPipe's mirrored-selfie convention) and the person's hand on an
-# unmirrored picture, as static/js/hands.js shows it.
-HANDEDNESS = ("Left", "Right")
-SWAP = {"Left": "Right", "Right": "Left"}
+# unmirrored picture, as static/js/pages/hands.js shows it.
+HANDEDNESS = tuple(TWINS["hands"]["handedness"])
+SWAP: dict[str, str] = TWINS["hands"]["person_handedness"]
 
 
 def person_handedness(model_label: str) -> str:
@@ -186,7 +187,7 @@ def decode_palms(regressors: np.ndarray, logits: np.ndarray, anchors: np.ndarray
         scores = logits
     keep = np.ones(len(scores), bool)
     # The palm score cut: the library's fixed minScoreThresh, or the page's slider, which
-    # moves that cut by shifting the score logit (static/js/hands.js) — the same thing.
+    # moves that cut by shifting the score logit (static/js/pages/hands.js) — the same thing.
     threshold = cfg.get("minScoreThresh") if detect_score is None else detect_score
     if threshold is not None:
         keep &= ~(scores < threshold)

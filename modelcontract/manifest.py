@@ -1,5 +1,5 @@
 """manifest.json, the one description of a built model, read one way by converters, server,
-tests and benches (the pages' reader is static/js/manifest.js): its JSON Schema
+tests and benches (the pages' reader is static/js/contract/manifest.js): its JSON Schema
 (manifest.schema.json beside this file), the one version this code writes and reads,
 validation with errors a person can act on, what a manifest names, and its model folder.
 

@@ -1,4 +1,4 @@
-"""Class scores as the pages rank them (static/js/classify.js): softmax for logits, top-k by
+"""Class scores as the pages rank them (static/js/contract/scores.js, its twin): softmax for logits, top-k by
 value descending with equal values by index."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Multi-object tracking: Python twin of static/js/track.js (same rules, same arithmetic in
+"""Multi-object tracking: Python twin of static/js/contract/track.js (same rules, same arithmetic in
 doubles, same defaults), so the server, the benches and the /detect page give one object the
 same ID. tests/unit/test_track_twin.py runs both on the same detections.
 
@@ -33,17 +33,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-DEFAULTS = {
-    "high": 0.5,            # a detection this confident takes the first pass and may start a track
-    "low": 0.1,             # below this a detection is ignored
-    "birth": 0.6,           # a new track needs this score
-    "match_iou": 0.2,       # first pass (ByteTrack's match_thresh 0.8 as a cost)
-    "low_match_iou": 0.5,   # second pass: weak detections must overlap well
-    "tentative_iou": 0.3,   # tentative tracks
-    "confirm": 2,           # frames matched in a row before a track gets an ID
-    "max_lost": 30,         # frames a lost track waits to be found again (1 s at 30 fps)
-    "trail": 30,            # centres kept per track
-}
+from .twins import TWINS
+
+# high (takes the first pass, may start a track), low (below it a detection is ignored), birth
+# (a new track needs this score), match_iou (first pass: ByteTrack's match_thresh 0.8 as a cost),
+# low_match_iou (second pass), tentative_iou, confirm (frames in a row before an ID), max_lost
+# (frames a lost track waits: 1 s at 30 fps), trail (centres kept): twins.json, as track.js reads it.
+DEFAULTS: dict = TWINS["track"]["defaults"]
 
 # Kalman noise, in proportion to the box height (the scale the image moves at).
 POSITION_WEIGHT = 1 / 20

@@ -1,7 +1,7 @@
 """The four HTML pages. Each page gets the installed models of its task, or an install hint."""
 from __future__ import annotations
 
-from flask import Blueprint, render_template
+from flask import Blueprint, current_app, render_template
 
 from modelcontract import limits
 
@@ -21,9 +21,12 @@ DEMOS = [
 
 def _page(template: str, task: str, title: str):
     models = [manifests.summary(m) for m in manifests.by_task(task)]
+    # max_upload_bytes: this server's request body limit (the setting DATARAILROAD_MAX_UPLOAD_BYTES;
+    # null: none), so the Server backend sends a file as it is only when the API takes it.
     return render_template(template, title=title, task=task, models=models, limits=limits,
                            install_hint=manifests.INSTALL_HINTS[task],
-                           page_data={"task": task, "models": models})
+                           page_data={"task": task, "models": models,
+                                      "max_upload_bytes": current_app.config.get("MAX_CONTENT_LENGTH")})
 
 
 @bp.get("/")

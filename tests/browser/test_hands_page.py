@@ -1,4 +1,4 @@
-"""/hands in headless Chromium: the page's hand pipeline (static/js/handpipeline.js, the steps of
+"""/hands in headless Chromium: the page's hand pipeline (static/js/contract/hands.js, the steps of
 hand-pose-detection's 'tfjs' runtime) on our converted MediaPipe Hands graphs — and on the same
 .tflite files with LiteRT.js — against MediaPipe's own Python solution on the same real
 photos — through the image input (file picker and drag-and-drop) and through the fake camera
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from modelcontract.hands import SWAP
+from modelcontract.twins import TWINS
 from harness.browser import (CHROMIUM, RECORD_FRAMES, drop_files, fake_camera_flags, launch, open_page,
                                    recorded_figures, screenshot, wait_frames)
 from harness.clips import read_y4m_rgb, write_y4m
@@ -21,11 +22,9 @@ from harness.servers import serving
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
 KEYPOINT_TOLERANCE_PX = 12.0
-EMOJI = {"thumbs_up": "\U0001F44D", "thumbs_down": "\U0001F44E", "victory": "\u270C\uFE0F",
-         "open_palm": "\U0001F590\uFE0F", "closed_fist": "\u270A", "pointing_up": "\u261D\uFE0F",
-         "iloveyou": "\U0001F91F", "none": ""}
-LABEL = {"thumbs_up": "thumbs up", "thumbs_down": "thumbs down", "victory": "victory", "open_palm": "open palm",
-         "closed_fist": "closed fist", "pointing_up": "pointing up", "iloveyou": "I love you", "none": ""}
+# The gesture table the page shows (twins.json, which gesture.js and gesture.py read).
+EMOJI = {name: g["emoji"] for name, g in TWINS["gesture"]["gestures"].items()}
+LABEL = {name: g["label"] for name, g in TWINS["gesture"]["gestures"].items()}
 
 
 @pytest.fixture(scope="module")
@@ -344,7 +343,7 @@ def test_server_backend_gives_the_same_hands_as_the_browser(browser, base_url, f
 
 
 # ---------------------------------------------------------------- LiteRT.js (litert-wasm)
-# The same pipeline (static/js/handpipeline.js) runs the palm and landmark .tflite files on
+# The same pipeline (static/js/contract/hands.js) runs the palm and landmark .tflite files on
 # LiteRT.js; TF.js (on WASM) only does the crops around them.
 
 def test_litert_gives_the_wasm_hands_on_every_photo(browser, base_url, image_page, figures):
@@ -354,7 +353,7 @@ def test_litert_gives_the_wasm_hands_on_every_photo(browser, base_url, image_pag
     context, page, log = open_hands(browser, base_url, "backend=litert-wasm&camera=0&score=0.3")
     assert page.get_attribute("body", "data-backend") == "litert-wasm"
     assert "litert-wasm" in page.inner_text("#status-line")
-    assert page.evaluate("async () => (await import('/static/js/litert.js')).liteRtStats().models") == 2
+    assert page.evaluate("async () => (await import('/static/js/runtime/litert.js')).liteRtStats().models") == 2
     found = {}
     for name in [*HAND_GESTURES, "zidane.jpg"]:
         for backend, p in (("wasm", wasm_page), ("litert-wasm", page)):
@@ -396,7 +395,7 @@ def test_litert_live_memory_flat_and_across_a_backend_switch(pw, base_url, camer
         page.select_option("#backend-select", "wasm")
         page.wait_for_function("() => document.body.dataset.backend === 'wasm'", timeout=300_000)
         wait_frames(page, frame(page) + 10)
-        on_wasm = page.evaluate("async () => (await import('/static/js/litert.js')).liteRtStats()")
+        on_wasm = page.evaluate("async () => (await import('/static/js/runtime/litert.js')).liteRtStats()")
         page.select_option("#backend-select", "litert-wasm")
         page.wait_for_function("() => document.body.dataset.backend === 'litert-wasm'", timeout=300_000)
         wait_frames(page, frame(page) + 30)

@@ -36,10 +36,10 @@ def base_url(models):
 # The same decoded photo through the page's own preprocessing, then the TF.js graph (on the
 # TF.js WASM backend) and the .tflite (LiteRT.js WASM): raw outputs, in the manifest's order.
 RAW_OUTPUTS = """async ([b64, modelId]) => {
-  const rt = await import('/static/js/runtime.js');
-  const mf = await import('/static/js/manifest.js');
-  const litert = await import('/static/js/litert.js');
-  const {prepareInput} = await import('/static/js/geometry.js');
+  const rt = await import('/static/js/runtime/runtime.js');
+  const mf = await import('/static/js/contract/manifest.js');
+  const litert = await import('/static/js/runtime/litert.js');
+  const {prepareInput} = await import('/static/js/contract/geometry.js');
   const manifest = await mf.fetchManifest(modelId);
   await rt.useBackend('wasm');
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -66,7 +66,7 @@ RAW_OUTPUTS = """async ([b64, modelId]) => {
   return {outputs: out, stats: litert.liteRtStats()};
 }"""
 
-STATS = "async () => (await import('/static/js/litert.js')).liteRtStats()"
+STATS = "async () => (await import('/static/js/runtime/litert.js')).liteRtStats()"
 
 
 def jpeg_b64(name: str) -> str:

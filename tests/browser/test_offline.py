@@ -1,5 +1,5 @@
 """The offline, installable app in headless Chromium: the web app manifest and service worker
-(server/offline.py, templates/sw.js, static/js/offline.js).
+(server/offline.py, templates/sw.js, static/js/runtime/offline.js).
 
 After one online visit the network goes off — ``context.set_offline(True)`` for the page
 *and* the app's server stopped: Playwright 1.55 does not take service workers offline
@@ -154,7 +154,7 @@ def test_worker_script_and_web_app_manifest_routes(tmp_path):
     assert worker.headers["Cache-Control"] == "no-cache"   # update checks always see the deploy's worker
     assert f'const BUILD = "{offline.compute_build_id()}";' in body
     assert 'const BUILD = "deploy-7";' in pinned.get_data(as_text=True)
-    assert {"/", "/detect", "/classify", "/hands", "/static/js/offline.js", "/static/css/app.css",
+    assert {"/", "/detect", "/classify", "/hands", "/static/js/runtime/offline.js", "/static/css/app.css",
             "/vendor/tfjs/tf.es2017.min.js", "/vendor/tfjs-wasm/tfjs-backend-wasm-simd.wasm",
             "/vendor/litertjs/core/index.js", "/vendor/litertjs/wasm/litert_wasm_threaded_internal.js"} <= set(precache)
     assert not [u for u in precache if "mediapipe" in u or (u.startswith("/vendor/litertjs/") and u.endswith(".wasm"))]
@@ -200,7 +200,7 @@ def test_installable_manifest_and_worker(pw, serve, tmp_path):
     assert len(names) == 1 and names[0].startswith("datarailroad-app-"), names
     # Precached at install: the pages, the app's JS, the TF.js and LiteRT runtimes; of the
     # three 9 MB LiteRT .wasm builds only the one this browser ran (the index page probes it).
-    assert {"/", "/detect", "/classify", "/hands", "/static/js/detect.js",
+    assert {"/", "/detect", "/classify", "/hands", "/static/js/pages/detect.js",
             "/vendor/tfjs/tf.es2017.min.js", "/vendor/litertjs/core/index.js"} <= urls, urls
     assert len([u for u in urls if u.startswith("/vendor/litertjs/") and u.endswith(".wasm")]) <= 1, urls
     assert log.console_errors == [] and log.outside_requests == [] and log.failed_requests == []

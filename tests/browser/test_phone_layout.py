@@ -2,7 +2,7 @@
 touch) at 360, 390 and 430 px wide and turned sideways (844x390): nothing wider than the screen,
 the live view and its main button on the first screen with the model's loading status, touch
 targets of 44 px, the model card and the advanced controls folded (<details class="fold">,
-static/js/folds.js) until tapped and remembered per page; on a 1280x800 desktop the folds are
+static/js/ui/folds.js) until tapped and remembered per page; on a 1280x800 desktop the folds are
 open. With the real models, on the WASM backend, the camera off (?camera=0) but in the test
 that feeds the fake camera a photo.
 

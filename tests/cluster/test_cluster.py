@@ -126,7 +126,7 @@ def test_a_photo_bigger_than_grpcs_default_message_answers_as_the_flask_api(clus
 def test_pages_files_and_documents_as_the_flask_app(cluster, flask_client, api_models):
     model = next(iter(api_models))
     paths = ["/", "/detect", "/classify", "/hands", "/healthz", "/readyz", "/api/v1/models",
-             "/api/v1/openapi.json", f"/models/{model}/manifest.json", "/static/js/detector.js",
+             "/api/v1/openapi.json", f"/models/{model}/manifest.json", "/static/js/contract/decode.js",
              "/no-such-page", "/models/no-such-model/manifest.json"]
     for path in paths:
         got = requests.get(f"{cluster.url}{path.lstrip('/')}", timeout=30, headers={"Accept": "text/html"})

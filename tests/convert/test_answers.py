@@ -1,5 +1,5 @@
 """The answer check's twins and records: modelcontract/answers.py + geometry.check_pattern against
-static/js/answers.js + geometry.js checkPattern (Node, TF.js CPU backend) on the same cases, and
+static/js/contract/answers.js + geometry.js checkPattern (Node, TF.js CPU backend) on the same cases, and
 what the converters record: every build's answer_check holds the source framework's answers,
 which its own .tflite (LiteRT, Python) and TF.js graph (Node, at build) reproduce within far
 less than the tolerance, and which a wrong answer misses."""
@@ -45,7 +45,7 @@ process.stdin.on('end', () => {
                })};
   process.stdout.write(JSON.stringify(out));
 });
-""" % (js_url(JS / "geometry.js"), js_url(JS / "answers.js"))
+""" % (js_url(JS / "contract/geometry.js"), js_url(JS / "contract/answers.js"))
 
 SPECS = [
     {"shape": [1, 224, 224, 3], "resize": "center-crop", "crop_fraction": 0.875,

@@ -1,5 +1,5 @@
 """The model contract (modelcontract/) without HTTP: output decoding, NMS, resize and gesture rules
-against their references (static/js/detector.js and gesture.js in Node, torchvision, the plain
+against their references (static/js/contract/decode.js and gesture.js in Node, torchvision, the plain
 float32 formula), and how an upload becomes RGB. The same answers through the API:
 tests/convert/test_api_http.py."""
 from __future__ import annotations
@@ -38,7 +38,7 @@ def synthetic_yolo_head(seed: int = 3, anchors: int = 900, nc: int = 80) -> np.n
 @pytest.mark.parametrize("agnostic", [True, False], ids=["class-agnostic", "per-class"])
 def test_yolo_raw_decode_equals_detector_js(agnostic):
     """The "yolo-raw" format (ultralytics export; no such model is built here offline): the
-    contract's decode vs static/js/detector.js's decodeRaw in TF.js (Node, CPU backend) on
+    contract's decode vs static/js/contract/decode.js's decodeRaw in TF.js (Node, CPU backend) on
     synthetic heads with clustered, overlapping boxes; class-agnostic NMS (no "nms" in the
     manifest) and per-class NMS (the ultralytics default)."""
     raw = synthetic_yolo_head()
@@ -140,11 +140,11 @@ process.stdin.on('end', () => {
   for (const c of JSON.parse(text)) out[c.id] = classifyGesture(c.points, {world: c.world, hold: c.hold});
   process.stdout.write(JSON.stringify(out));
 });
-""" % js_url(JS / "gesture.js")
+""" % js_url(JS / "contract/gesture.js")
 
 
 def test_gesture_twin_equals_gesture_js(api_models):
-    """modelcontract/gesture.py vs static/js/gesture.js on the same landmarks: the hand
+    """modelcontract/gesture.py vs static/js/contract/gesture.js on the same landmarks: the hand
     photos' (image keypoints + world landmarks from the server runner) and the open palm's
     fingers folded into the other gestures, rotated, mirrored, scaled and jittered, with and
     without world landmarks, every hold state."""

@@ -1,4 +1,4 @@
-"""Your own gestures: static/js/custom-gestures.js in Node against its Python twin
+"""Your own gestures: static/js/contract/custom_gestures.js in Node against its Python twin
 (modelcontract/custom_gestures.py) on real hands (MediaPipe on the photos) moved about, the
 match's rules (turn, size, place and mirror free; a far hand matches nothing), the set's
 limits, and the same verdict on the same bad files."""
@@ -42,7 +42,7 @@ process.stdin.on('end', () => {
   out.added = {counts: set.classes.map((g) => [g.name, g.examples.length]), errors};
   process.stdout.write(JSON.stringify(out));
 });
-""" % js_url(JS / "custom-gestures.js")
+""" % js_url(JS / "contract/custom_gestures.js")
 
 
 def run_node(hands=(), queries=(), gesture_set=None, files=(), adds=()) -> dict:
@@ -192,11 +192,11 @@ process.stdin.on('end', () => {
   const files = req.files.map((f) => { try { CLASS_SETS.parse(f); return 'ok'; } catch (e) { return e.message; } });
   process.stdout.write(JSON.stringify({matches, files}));
 });
-""" % js_url(JS / "custom-classes.js")
+""" % js_url(JS / "contract/custom_classes.js")
 
 
 def test_your_classes_match_alike_in_both_twins():
-    """custom-classes.js vs modelcontract/custom_classes.py: cosine k-NN on 1280-number
+    """custom_classes.js vs modelcontract/custom_classes.py: cosine k-NN on 1280-number
     vectors (post-ReLU6 means, as the pooled head gives), the same names, votes and
     distances; the same files refused."""
     from modelcontract.custom_classes import CLASS_SETS

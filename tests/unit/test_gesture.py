@@ -1,4 +1,4 @@
-"""static/js/gesture.js in Node on landmark sets: MediaPipe's own Python solution on the real
+"""static/js/contract/gesture.js in Node on landmark sets: MediaPipe's own Python solution on the real
 hand photos, then the same hands rotated, mirrored, scaled, and edited into other poses
 (thumb tucked into a fist, index finger pointing, fingers of an open palm folded). One Node
 process classifies all."""
@@ -16,7 +16,7 @@ from harness.node import js_url
 from harness.paths import JS
 from harness.photos import HAND_GESTURES, mediapipe_hands
 
-GESTURE_JS = JS / "gesture.js"
+GESTURE_JS = JS / "contract/gesture.js"
 OPPOSITE = {"thumbs_up": "thumbs_down", "thumbs_down": "thumbs_up"}
 # Gestures whose answer does not depend on which way the hand is turned in the picture.
 TURN_FREE = ("victory", "open_palm", "closed_fist", "iloveyou", "none")

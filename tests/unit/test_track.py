@@ -1,4 +1,4 @@
-"""modelcontract/track.py's behaviour (static/js/track.js is held to it by test_track_twin):
+"""modelcontract/track.py's behaviour (static/js/contract/track.js is held to it by test_track_twin):
 IDs that survive crossings, occlusion and weak frames, no IDs for one-frame clutter, classes
 kept apart, and exact line and zone counts."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""static/js/track.js (Node) against modelcontract/track.py on the same detections: the same
+"""static/js/contract/track.js (Node) against modelcontract/track.py on the same detections: the same
 tracks with the same IDs, boxes and trails, the same line and zone counts, frame by frame, on
 synthetic scenes with jitter, missed detections, weak scores and clutter; and the JS
 assignment solver against scipy's on random cost matrices."""
@@ -30,10 +30,8 @@ process.stdin.on('end', () => {
   const assignments = req.costs.map((c) => linearAssignment(c));
   process.stdout.write(JSON.stringify({scenes, assignments}));
 });
-""" % js_url(JS / "track.js")
+""" % js_url(JS / "contract/track.js")
 
-JS_OPTIONS = {"match_iou": "matchIou", "low_match_iou": "lowMatchIou", "tentative_iou": "tentativeIou",
-              "max_lost": "maxLost"}
 CASES = [({}, seed) for seed in range(12)] + [
     ({"confirm": 3, "max_lost": 5}, 100),
     ({"high": 0.3, "low": 0.05, "birth": 0.4}, 101),
@@ -57,7 +55,7 @@ def python_run(frames, options):
 def twin():
     rng = np.random.default_rng(7)
     costs = [rng.uniform(0, 1, size=(int(rng.integers(1, 9)), int(rng.integers(1, 9)))).tolist() for _ in range(40)]
-    scenes = [{"frames": scene(seed, objects=8), "options": {JS_OPTIONS.get(k, k): v for k, v in options.items()},
+    scenes = [{"frames": scene(seed, objects=8), "options": options,
                "line": LINE, "zone": ZONE} for options, seed in CASES]
     return scenes, costs, run_node(RUNNER, {"scenes": scenes, "costs": costs})
 

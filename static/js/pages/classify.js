@@ -1,41 +1,52 @@
 // Classification page: images (picker, drop, paste, camera snapshot) -> one card each with
-// the top-5 classes; the live camera -> top-5 bars updating, one frame in flight; your own
-// classes (Teach): the model's feature output matched against your examples
-// (custom-classes.js). Preprocessing follows the manifest; top-k by index, ties by index.
-import {pageData, runModel} from './runtime.js';
-import {SERVER, serverReady, inferOnServer} from './server-backend.js';
-import {PageSession} from './session.js';
-import {outputTensors} from './manifest.js';
-import {prepareInput} from './geometry.js';
-import {openCamera, stopStream, decodeImage, acceptFiles, onVideoFrames} from './inputs.js';
-import {ExamplesPanel} from './examples-panel.js';
-import {CLASS_SETS} from './custom-classes.js';
+// the top-5 classes; the live camera -> top-5 bars updating, one frame in flight (FrameSource);
+// your own classes (Teach): the model's feature output matched against your examples
+// (custom_classes.js). Preprocessing follows the manifest; top-k by index, ties by index
+// (scores.js).
+import {pageData, runModel} from '../runtime/runtime.js';
+import {SERVER, serverReady, inferOnServer} from '../runtime/server-backend.js';
+import {PageSession} from '../runtime/session.js';
+import {outputTensors} from '../contract/manifest.js';
+import {prepareInput} from '../contract/geometry.js';
+import {openCamera, stopStream, decodeImage, acceptFiles} from '../runtime/inputs.js';
+import {FrameSource} from '../runtime/sources.js';
+import {ExamplesPanel} from '../ui/examples-panel.js';
+import {CLASS_SETS} from '../contract/custom_classes.js';
+import {softmax, topK} from '../contract/scores.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 const TOP_K = 5;
 
-const state = {queue: Promise.resolve(), classesRead: false, done: 0, live: null, liveBusy: false, liveFrames: 0};
-// Images wait in state.queue and run on the model through session.use(); a live frame marks itself busy.
+const state = {queue: Promise.resolve(), classesRead: false, done: 0, live: null, liveFrames: 0};
+
+// The live camera's frames: one in flight, each once the model is open, your classes read
+// and (on the server backend) a request may go. Before the camera opens, messages are the
+// camera's (#camera-message); once the live panel shows, they are the loop's (#live-ms).
+const frames = new FrameSource({
+  video: $('video'),
+  process: (frame) => liveFrame(frame, session.opened),
+  ready: () => Boolean(session.opened) && state.classesRead && (session.opened.backend !== SERVER || serverReady()),
+  onMessage: showMessage,
+  onLoop: () => { $('live').hidden = false; },
+});
+
+// Images wait in state.queue and run on the model through session.use(); a live frame is
+// frames.busy.
 const session = new PageSession({
   task: 'classify',
   serverNote: ': each image is sent as it is, and not kept',
-  busy: () => state.liveBusy,
+  busy: () => frames.busy,
 });
 let yours = null;   // "Your classes" (made in main: the panel is there only with a model)
 
-// Indices of the k largest values; equal values keep index order (stable, no indexOf).
-export function topK(values, k) {
-  const order = Array.from(values, (_, i) => i);
-  order.sort((a, b) => (values[b] - values[a]) || (a - b));
-  return order.slice(0, k);
-}
-
-function softmax(logits) {
-  const max = Math.max(...logits);
-  const exps = logits.map((v) => Math.exp(v - max));
-  const sum = exps.reduce((a, b) => a + b, 0);
-  return exps.map((v) => v / sum);
+function showMessage(text) {
+  if (!$('live').hidden) {
+    if (text) $('live-ms').textContent = text;
+    return;
+  }
+  $('camera-message').hidden = !text;
+  $('camera-message').textContent = text;
 }
 
 // The manifest's outputs by role: the probabilities (the first, or keyed so) and the
@@ -210,19 +221,10 @@ function addFiles(files) {
 
 // ---- the live camera: one frame in flight, top-5 and your classes updating ----
 
-async function liveFrame(video, opened) {
+// frame: FrameSource's copy of the video frame ({canvas, width, height}).
+async function liveFrame(frame, opened) {
   const started = performance.now();
-  let result;
-  if (opened.backend === SERVER) {
-    const bitmap = await createImageBitmap(video);
-    try {
-      result = await classifyAny(opened, bitmap);
-    } finally {
-      bitmap.close();
-    }
-  } else {
-    result = await classify(opened, video);
-  }
+  const result = await classifyAny(opened, frame.canvas);
   const [match] = await yours.update(result.features ? [result.features] : []);
   state.liveFrames += 1;
   const list = $('live-top5');
@@ -238,32 +240,17 @@ async function liveFrame(video, opened) {
 }
 
 async function startLive() {
-  const video = $('video');
-  try {
-    await openCamera(video);
-    $('camera-message').hidden = true;
-  } catch (err) {
-    $('camera-message').hidden = false;
-    $('camera-message').textContent = err.message;
-    return;
-  }
-  $('live').hidden = false;
-  if (!session.opened) $('live-ms').textContent = 'Live runs as soon as the model is ready (see the status line).';
+  const live = state.live = {};   // this start (a Stop and a new start meanwhile make another)
   $('live-button').setAttribute('aria-pressed', 'true');
   $('live-button').textContent = 'Stop live';
-  state.live = onVideoFrames(video, () => {
-    const opened = session.opened;
-    if (state.liveBusy || !opened || !state.classesRead || (opened.backend === SERVER && !serverReady())) return;
-    state.liveBusy = true;
-    liveFrame(video, opened)
-      .catch((err) => { $('live-ms').textContent = `Failed: ${err.message}`; })
-      .finally(() => { state.liveBusy = false; });
-  });
+  if (!(await frames.startCamera()) && state.live === live) stopLive();
 }
 
 function stopLive() {
-  if (state.live) state.live();
   state.live = null;
+  frames.attempt = {};   // a camera still opening yields (FrameSource.startCamera)
+  frames.stopLoop();
+  frames.kind = null;
   stopStream($('video'));
   $('live').hidden = true;
   $('live-button').setAttribute('aria-pressed', 'false');
@@ -311,7 +298,7 @@ async function snapshot() {
 async function main() {
   if (!(pageData().models || []).length) return;
   yours = new ExamplesPanel($, {
-    sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live),
+    sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live) && frames.kind === 'camera',
     stillHint: 'Start the live camera to record, or add images of the class.',
   });
   // Your classes take part in every result: read first (images and teaching queue behind it).

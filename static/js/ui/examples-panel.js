@@ -1,10 +1,10 @@
 // The "Your gestures" (/hands) and "Your classes" (/classify) panel: name a class, record
 // it (live: one example a frame for RECORD_MS; a still image: one example), see each
 // class's examples and live match, remove one, export / import the set as one JSON file.
-// The set lives in IndexedDB (store.js). The matching is example-sets.js; this module only
+// The set lives in IndexedDB (store.js). The matching is example_sets.js; this module only
 // wires it to the page's custom-* elements. A change is saved before it is shown, so a
 // refused one loses nothing.
-import {loadValue, saveValue} from './store.js';
+import {loadValue, saveValue} from '../runtime/store.js';
 import {download} from './tracking-panel.js';
 
 export const RECORD_MS = 3000;
@@ -142,7 +142,7 @@ export class ExamplesPanel {
       return;
     }
     const count = set.classes.find((c) => c.name === name).examples.length;
-    const few = count < this.sets.kind.limits.warnBelow ? ` Only ${count}: record a few more, from other angles, for a steadier match.` : '';
+    const few = count < this.sets.kind.limits.warn_below ? ` Only ${count}: record a few more, from other angles, for a steadier match.` : '';
     await this.change(set, `"${name}": ${vectors.length} example(s) added, ${count} in all.${few}`);
   }
 

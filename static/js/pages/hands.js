@@ -1,4 +1,4 @@
-// Hand pose page: camera / video / image -> MediaPipe Hands (handpipeline.js: the steps of
+// Hand pose page: camera / video / image -> MediaPipe Hands (contract/hands.js: the steps of
 // @tensorflow-models/hand-pose-detection's 'tfjs' runtime, on our converted TF.js graphs or
 // on the same .tflite files with LiteRT.js) -> 21 keypoints, skeleton, handedness and a
 // gesture (gesture.js: MediaPipe Gesture Recognizer's seven). One frame in flight; the pipeline disposes its tensors.
@@ -8,23 +8,24 @@
 // files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
 // mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
-import {urlOverride, pageData, isLiteRtBackend} from './runtime.js';
-import {serverReady, inferOnServer} from './server-backend.js';
-import {PageSession} from './session.js';
-import {drawFrame, drawHand, drawEmoji} from './draw.js';
-import {Hud} from './hud.js';
-import {FrameSource} from './sources.js';
-import {GESTURES, GestureTracker, classifyGesture} from './gesture.js';
-import {HandPipeline, modelRunner, outputNames} from './handpipeline.js';
-import {ExamplesPanel} from './examples-panel.js';
-import {GESTURE_SETS, normaliseHand} from './custom-gestures.js';
+import {urlOverride, pageData, isLiteRtBackend} from '../runtime/runtime.js';
+import {serverReady, inferOnServer} from '../runtime/server-backend.js';
+import {PageSession} from '../runtime/session.js';
+import {drawFrame, drawHand, drawEmoji} from '../ui/draw.js';
+import {Hud} from '../ui/hud.js';
+import {FrameSource} from '../runtime/sources.js';
+import {GESTURES, GestureTracker, classifyGesture} from '../contract/gesture.js';
+import {HandPipeline, modelRunner, outputNames} from '../contract/hands.js';
+import {ExamplesPanel} from '../ui/examples-panel.js';
+import {GESTURE_SETS, normaliseHand} from '../contract/custom_gestures.js';
+import TWINS from '../contract/twins.json' with {type: 'json'};
 
 const $ = (id) => document.getElementById(id);
 
 const MEDIAPIPE_PATH = '/vendor/mediapipe-hands';
 const LIBRARY_SCRIPT = '/vendor/hand-pose-detection/hand-pose-detection.min.js';
 const COLORS = {Left: '#ff8c1a', Right: '#1f9bff'};
-const SWAP = {Left: 'Right', Right: 'Left'};
+const SWAP = TWINS.hands.person_handedness;   // the model's label -> the person's hand
 
 const state = {
   runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',

@@ -4,11 +4,12 @@
 // is off is not picked, and is remembered as such for this build of the model.
 import {checkPattern, prepareInput} from './geometry.js';
 import {outputTensors} from './manifest.js';
+import TWINS from './twins.json' with {type: 'json'};
 
 const tf = globalThis.tf;
 
-export const MAX_SAMPLES = 256;
-export const SCALE_FLOOR = 1e-3;
+export const MAX_SAMPLES = TWINS.answers.max_samples;
+export const SCALE_FLOOR = TWINS.answers.scale_floor;
 
 // All indices of a small output, else `samples` evenly spaced ones: floor(i * size / samples).
 export function sampleIndices(size, samples = MAX_SAMPLES) {
@@ -97,7 +98,7 @@ function buildOf(manifest) {
 function readAll(key) {
   try {
     return JSON.parse(localStorage.getItem(PREFIX + key) || 'null');
-  } catch (err) {
+  } catch {
     return null;
   }
 }
@@ -116,7 +117,7 @@ export function recordCheck(key, manifest, backend, entry, used = false) {
   const record = {build: buildOf(manifest), backends, used: used ? backend : (same ? stored.used : null)};
   try {
     localStorage.setItem(PREFIX + key, JSON.stringify(record));
-  } catch (err) { /* private mode: check again next time */ }
+  } catch { /* private mode: check again next time */ }
 }
 
 // Backends recorded as wrong for this build: skipped when choosing.
@@ -134,6 +135,6 @@ export function allRecords() {
       const stored = readAll(name.slice(PREFIX.length));
       if (stored) out.push({key: name.slice(PREFIX.length), ...stored});
     }
-  } catch (err) { /* no storage */ }
+  } catch { /* no storage */ }
   return out.sort((a, b) => a.key.localeCompare(b.key));
 }

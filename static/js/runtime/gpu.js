@@ -15,7 +15,7 @@ export function webglRenderer() {
     if (!gl) return null;
     const info = gl.getExtension('WEBGL_debug_renderer_info');
     return info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);
-  } catch (err) {
+  } catch {
     return null;
   }
 }
@@ -34,7 +34,7 @@ export function webgpuAdapterInfo() {
         const software = adapter.isFallbackAdapter === true || info.isFallbackAdapter === true
           || isSoftwareRenderer(`${vendor} ${architecture} ${description}`);
         return {vendor, architecture, description, software};
-      } catch (err) {
+      } catch {
         return null;
       }
     })();

@@ -3,9 +3,9 @@
 // classes" (/classify) share. Pure functions, no DOM; modelcontract/example_sets.py is the
 // Python twin the API reads the same files with.
 //
-// kind: {format, size (numbers a vector), limits: {classes, examples, name, warnBelow},
-// distance(a, b), maxDistance (farther examples do not vote), k, decimals (kept in the file),
-// noun ('gesture' | 'class')}.
+// kind: {format, size (numbers a vector), limits: {classes, examples, name, warn_below},
+// distance(a, b), max_distance (farther examples do not vote), k, decimals (kept in the file),
+// noun ('gesture' | 'class')}: twins.json's example_sets kinds with their distance.
 export class ExampleSets {
   constructor(kind) {
     this.kind = kind;
@@ -51,7 +51,7 @@ export class ExampleSets {
   // vector, set -> {name, distance (its nearest example's), confidence, votes: {name: share
   // of the k nearest}}, or null when no example is within maxDistance (or the set is empty).
   match(vector, set) {
-    const {distance, maxDistance, k: most} = this.kind;
+    const {distance, max_distance: maxDistance, k: most} = this.kind;
     const near = [];
     set.classes.forEach((c, order) => {
       for (const e of c.examples) {

@@ -3,9 +3,9 @@
 // server, which also takes over when no browser backend answers right), a model freed only
 // after the frame in flight on it, and the status line. Each page gives what is its own.
 import {NoRightBackend, hasFastBackend, probeBackends, showBackend, urlOverride} from './runtime.js';
-import {fetchManifest} from './manifest.js';
+import {fetchManifest} from '../contract/manifest.js';
 import {openModel} from './model-open.js';
-import {describeCheck} from './answers.js';
+import {describeCheck} from '../contract/answers.js';
 import {SERVER, serverModels} from './server-backend.js';
 
 const $ = (id) => document.getElementById(id);

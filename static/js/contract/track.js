@@ -6,17 +6,11 @@
 // confirmed and lost tracks, weak ones to the confirmed left over, the rest to tentative
 // tracks, start new tracks from confident leftovers, drop what has been lost too long.
 
-export const DEFAULTS = Object.freeze({
-  high: 0.5, // takes the first pass and may start a track
-  low: 0.1, // below this a detection is ignored
-  birth: 0.6, // a new track needs this score
-  matchIou: 0.2, // first pass
-  lowMatchIou: 0.5, // second pass: weak detections must overlap well
-  tentativeIou: 0.3,
-  confirm: 2, // frames matched in a row before a track gets an ID
-  maxLost: 30, // frames a lost track waits to be found again
-  trail: 30, // centres kept per track
-});
+import TWINS from './twins.json' with {type: 'json'};
+
+// high, low, birth, match_iou, low_match_iou, tentative_iou, confirm, max_lost, trail: the
+// tracker's defaults (twins.json, what each means beside them; track.py reads the same).
+export const DEFAULTS = Object.freeze({...TWINS.track.defaults});
 
 const POSITION_WEIGHT = 1 / 20;
 const VELOCITY_WEIGHT = 1 / 160;
@@ -250,7 +244,7 @@ class Track {
   }
 }
 
-// Detections: {box: [x1, y1, x2, y2], score, class_id, label?} (what detector.js decodes).
+// Detections: {box: [x1, y1, x2, y2], score, class_id, label?} (what decode.js decodes).
 // update() answers the confirmed tracks matched on this frame, by ID:
 // {id, class_id, label, score, box (the detection's), trail: [[x, y]] oldest first}.
 export class Tracker {
@@ -278,15 +272,15 @@ export class Tracker {
     const confirmed = this.tracks.filter((t) => t.state !== 'tentative');
     const tentative = this.tracks.filter((t) => t.state === 'tentative');
 
-    let m = assign(confirmed, high, o.matchIou);
+    let m = assign(confirmed, high, o.match_iou);
     for (const [i, j] of m.pairs) this.see(confirmed[i], high[j]);
     high = m.detsLeft.map((j) => high[j]);
     const still = m.tracksLeft.map((i) => confirmed[i]).filter((t) => t.state === 'tracked');
-    m = assign(still, weak, o.lowMatchIou);
+    m = assign(still, weak, o.low_match_iou);
     for (const [i, j] of m.pairs) this.see(still[i], weak[j]);
     for (const i of m.tracksLeft) still[i].state = 'lost';
 
-    m = assign(tentative, high, o.tentativeIou);
+    m = assign(tentative, high, o.tentative_iou);
     for (const [i, j] of m.pairs) this.see(tentative[i], high[j]);
     const dropped = new Set(m.tracksLeft.map((i) => tentative[i]));
     for (const j of m.detsLeft) {
@@ -295,7 +289,7 @@ export class Tracker {
       if (frame === 1 || o.confirm <= 1) this.confirm(track);
       this.tracks.push(track);
     }
-    this.tracks = this.tracks.filter((t) => !dropped.has(t) && !(t.state === 'lost' && frame - t.lastFrame > o.maxLost));
+    this.tracks = this.tracks.filter((t) => !dropped.has(t) && !(t.state === 'lost' && frame - t.lastFrame > o.max_lost));
     return this.tracks
       .filter((t) => t.state === 'tracked' && t.lastFrame === frame)
       .sort((a, b) => a.id - b.id)

@@ -2,7 +2,7 @@
 // canvas, the live counts, and the CSV / JSON exports. The tracking itself is track.js; this
 // module only wires it to the page. Everything is in source pixels (what the detector saw);
 // a mirrored camera view is converted at the edges (drawing in, pointer out).
-import {LineCounter, Tracker, className, motRows} from './track.js';
+import {LineCounter, Tracker, className, motRows} from '../contract/track.js';
 import {classColor} from './draw.js';
 
 // Rows kept for the CSV (MOTChallenge: ~40 bytes a row); past this the log stops, counting goes on.

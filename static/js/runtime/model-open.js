@@ -4,9 +4,9 @@
 // calls it; `panel` is its status panel.
 import {chooseBackend, isLiteRtBackend, loadModel, rememberBackend, runModel,
         useBackend} from './runtime.js';
-import {fetchManifest, graphUrl, needsAsync, outputKeys, partBytes, tfliteArtifact} from './manifest.js';
+import {fetchManifest, graphUrl, needsAsync, outputKeys, partBytes, tfliteArtifact} from '../contract/manifest.js';
 import {loadTflite} from './litert.js';
-import {formatError, graphRoles, judge, modelInput, recordCheck, wrongBackends} from './answers.js';
+import {formatError, graphRoles, judge, modelInput, recordCheck, wrongBackends} from '../contract/answers.js';
 
 const tf = globalThis.tf;
 

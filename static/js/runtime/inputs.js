@@ -161,7 +161,7 @@ export async function decodeImage(file) {
   }
   try {
     return await createImageBitmap(file, {imageOrientation: 'from-image'});
-  } catch (err) {
+  } catch {
     throw new Error(`${file.name || 'The file'} could not be decoded as an image.`);
   }
 }

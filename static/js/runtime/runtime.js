@@ -70,7 +70,7 @@ async function helperBackend() {
   for (const name of ['wasm', 'cpu']) {
     try {
       if (tf.findBackendFactory(name) && await tf.setBackend(name)) return name;
-    } catch (err) { /* try the next */ }
+    } catch { /* try the next */ }
   }
   throw new Error('no TF.js backend for pre- and post-processing');
 }
@@ -146,7 +146,7 @@ const STORAGE_PREFIX = 'datarailroad.backend.';
 export function rememberedBackend(modelId) {
   try {
     return localStorage.getItem(STORAGE_PREFIX + modelId);
-  } catch (err) {
+  } catch {
     return null;
   }
 }
@@ -155,7 +155,7 @@ export function rememberBackend(modelId, backend) {
   try {
     if (backend) localStorage.setItem(STORAGE_PREFIX + modelId, backend);
     else localStorage.removeItem(STORAGE_PREFIX + modelId);
-  } catch (err) { /* private mode: choose again next time */ }
+  } catch { /* private mode: choose again next time */ }
 }
 
 // A backend fast enough for live video: WebGPU or WebGL on a hardware GPU, WASM, or LiteRT.js.
@@ -193,7 +193,7 @@ export async function chooseBackend(modelId, probed, timeOne, override, excluded
       const timed = await timeOne(name);
       checks[name] = timed.check;
       timings[name] = timed.check && !timed.check.ok ? Infinity : timed.ms;
-    } catch (err) {
+    } catch {
       timings[name] = Infinity;
     }
   }

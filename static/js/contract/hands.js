@@ -3,61 +3,18 @@
 // functions around two models that run through one adapter: the TF.js graphs or the same
 // .tflite files the server runs, on LiteRT.js. So every browser backend gives the library's
 // answers, and the palm score threshold is a plain parameter. modelcontract/hands.py is
-// the numpy twin of these steps (its still-image path).
+// the numpy twin of these steps (its still-image path); the palm anchors are anchors.js.
 //
 // Every number comes from the model's manifest (anchors, decode, pipeline, input sizes,
 // output names); each function names the library calculator it follows.
-import {runModel} from './runtime.js';
+import {runModel} from '../runtime/runtime.js';
 import {partInput} from './answers.js';
+import {ssdAnchors} from './anchors.js';
+import TWINS from './twins.json' with {type: 'json'};
 
 const tf = globalThis.tf;
 
 // ---------------------------------------------------------------- pure geometry (no TF.js)
-
-// create_ssd_anchors.js -> [{x, y, w, h}] (normalised centres and sizes).
-export function ssdAnchors(config) {
-  const strides = config.strides;
-  const scaleOf = (i, n) => (n > 1 ? config.minScale + (config.maxScale - config.minScale) * i / (n - 1)
-    : (config.minScale + config.maxScale) * 0.5);
-  const anchors = [];
-  let layer = 0;
-  while (layer < config.numLayers) {
-    const ratios = [];
-    const scales = [];
-    let last = layer;
-    while (last < strides.length && strides[last] === strides[layer]) {
-      const scale = scaleOf(last, strides.length);
-      if (last === 0 && config.reduceBoxesInLowestLayer) {
-        ratios.push(1.0, 2.0, 0.5);
-        scales.push(0.1, scale, scale);
-      } else {
-        for (const ratio of config.aspectRatios) {
-          ratios.push(ratio);
-          scales.push(scale);
-        }
-        if (config.interpolatedScaleAspectRatio > 0) {
-          const next = last === strides.length - 1 ? 1.0 : scaleOf(last + 1, strides.length);
-          scales.push(Math.sqrt(scale * next));
-          ratios.push(config.interpolatedScaleAspectRatio);
-        }
-      }
-      last += 1;
-    }
-    const sizes = ratios.map((r, i) => ({w: scales[i] * Math.sqrt(r), h: scales[i] / Math.sqrt(r)}));
-    const fh = config.featureMapHeight.length ? config.featureMapHeight[layer] : Math.ceil(config.inputSizeHeight / strides[layer]);
-    const fw = config.featureMapWidth.length ? config.featureMapWidth[layer] : Math.ceil(config.inputSizeWidth / strides[layer]);
-    for (let y = 0; y < fh; y++) {
-      for (let x = 0; x < fw; x++) {
-        for (const size of sizes) {
-          anchors.push({x: (x + config.anchorOffsetX) / fw, y: (y + config.anchorOffsetY) / fh,
-                        w: config.fixedAnchorSize ? 1 : size.w, h: config.fixedAnchorSize ? 1 : size.h});
-        }
-      }
-    }
-    layer = last;
-  }
-  return anchors;
-}
 
 // image_utils.normalizeRadians
 export function normalizeRadians(angle) {
@@ -390,7 +347,7 @@ export class HandPipeline {
     this.anchors = ssdAnchors(manifest.anchors);
     this.decode = manifest.decode;
     this.pipeline = manifest.pipeline;
-    this.labels = manifest.labels || ['Left', 'Right'];
+    this.labels = manifest.labels || TWINS.hands.handedness;
     this.palmSize = sizeOf(manifest.input.shape);
     this.landmarkSize = sizeOf(manifest.landmark_input.shape);
     this.defaultScore = this.decode.minScoreThresh;

@@ -2,15 +2,22 @@
 // whose own backends are missing or slower. Frames go downscaled as JPEG, one request in
 // flight, at a bounded rate; results come back in the shared schema and are rescaled to
 // the source frame's pixels.
+import {pageData} from './runtime.js';
 
 export const SERVER = 'server';
 const MAX_SIDE = 640;          // the detector's input size: sending more only costs bandwidth
 const JPEG_QUALITY = 0.85;
 const MIN_INTERVAL_MS = 100;   // at most 10 requests a second per page
 const SERVER_TYPES = /^image\/(jpeg|png|webp)$/;
-const MAX_UPLOAD_BYTES = 9 * 1024 * 1024;   // under the API's default 10 MB limit
 
 let lastSentAt = 0;
+
+// The API's request body limit, as the page was rendered with it (server/pages.py; null: no
+// limit). A page without it sends every file re-encoded.
+function maxUploadBytes() {
+  const limit = pageData().max_upload_bytes;
+  return limit === null ? Infinity : Number(limit) || 0;
+}
 
 // What to tell the user when a request to the server fails without an answer (offline,
 // or the server is down): the browser backends keep working from the offline copy.
@@ -26,7 +33,7 @@ export class ServerUnreachable extends Error {}
 async function fetchServer(url, init) {
   try {
     return await fetch(url, init);
-  } catch (err) {
+  } catch {
     throw new ServerUnreachable(unreachableMessage());
   }
 }
@@ -72,7 +79,7 @@ export async function inferOnServer(task, modelId, source, width, height, params
   lastSentAt = performance.now();
   // The API decodes JPEG, PNG and WebP up to its upload limit; anything else the browser
   // could decode (GIF, BMP, AVIF, a huge photo) goes as a re-encoded frame.
-  const sendAsIs = file && SERVER_TYPES.test(file.type) && file.size <= MAX_UPLOAD_BYTES;
+  const sendAsIs = file && SERVER_TYPES.test(file.type) && file.size <= maxUploadBytes();
   const {blob, sentWidth, sentHeight} = sendAsIs
     ? {blob: file, sentWidth: width, sentHeight: height}
     : await encodeFrame(source, width, height);

@@ -1,4 +1,4 @@
-"""static/js/handpipeline.js's pure steps in Node against their numpy twins in
+"""static/js/contract/hands.js's and anchors.js's pure steps in Node against their numpy twins in
 modelcontract (anchors.py, hands.py; both follow hand-pose-detection 2.0.1): SSD anchors, the ROI
 crop's transform, palm -> hand ROI and ROI association, on the handpose manifest's own
 configuration."""
@@ -12,11 +12,12 @@ from harness.paths import JS
 
 RUNNER = """
 import * as hp from %s;
+import {ssdAnchors} from %s;
 let text = '';
 process.stdin.on('data', (d) => { text += d; });
 process.stdin.on('end', () => {
   const {manifest, palm, size, rects} = JSON.parse(text);
-  const anchors = hp.ssdAnchors(manifest.anchors).map((a) => [a.x, a.y, a.w, a.h]);
+  const anchors = ssdAnchors(manifest.anchors).map((a) => [a.x, a.y, a.w, a.h]);
   const roi = hp.palmToRoi(palm, size, manifest.pipeline.palm_to_roi);
   const {roi: padded, padding} = hp.padRoi(hp.roiOf(size, roi), {width: 224, height: 224});
   const matrix = hp.projectiveTransform(padded, size, {width: 224, height: 224});
@@ -46,7 +47,7 @@ def test_pipeline_steps_match_the_server_port():
     rects = [{"xCenter": 0.5, "yCenter": 0.5, "width": 0.2, "height": 0.3, "rotation": 0.1},
              {"xCenter": 0.52, "yCenter": 0.51, "width": 0.2, "height": 0.3, "rotation": 0.0},   # replaces the first
              {"xCenter": 0.8, "yCenter": 0.3, "width": 0.1, "height": 0.1, "rotation": 0.0}]
-    js = run_node(RUNNER % js_url(JS / "handpipeline.js"),
+    js = run_node(RUNNER % (js_url(JS / "contract/hands.js"), js_url(JS / "contract/anchors.js")),
                   {"manifest": manifest, "palm": palm, "size": size, "rects": rects}, timeout=60)
 
     anchors = ssd_anchors(manifest["anchors"])

@@ -2,7 +2,7 @@
 //   "nms"       NMS inside the graph: boxes [1,N,4] x1,y1,x2,y2 / input size, scores, classes, valid
 //   "yolo-raw"  raw head [1, 4+nc, A]: cx,cy,w,h in input pixels + per-class scores (decoded here)
 // Boxes come back in source-image pixels via the letterbox inverse. The twin of
-// modelcontract/decode.py (tests/unit/test_detector_twin.py holds the two together).
+// modelcontract/decode.py (tests/unit/test_decode_twin.py holds the two together).
 //
 // options: {score, iou, maxDet, classes}. classes (class ids, a Set or an array; empty or
 // null = all) is one rule for both formats: a box of another class is no candidate. For

@@ -24,42 +24,22 @@
 //      within a cone, is pointing up; index and middle, victory; index and pinky with the
 //      thumb extended, "I love you"; all four with a straight thumb, open palm.
 // Each threshold has an "enter" and a looser "hold" value: classifyGesture(points, {hold})
-// keeps a gesture already shown unless a feature clearly leaves it (hysteresis).
+// keeps a gesture already shown unless a feature clearly leaves it (hysteresis). The numbers,
+// the finger patterns and the gesture table are twins.json's (gesture.py reads the same).
+import TWINS from './twins.json' with {type: 'json'};
 
 export const WRIST = 0;
 const THUMB = [1, 2, 3, 4];
 const FINGERS = [[5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16], [17, 18, 19, 20]];
 
-export const GESTURES = {
-  thumbs_up: {label: 'thumbs up', emoji: '\u{1F44D}'},
-  thumbs_down: {label: 'thumbs down', emoji: '\u{1F44E}'},
-  victory: {label: 'victory', emoji: '\u270C\uFE0F'},
-  open_palm: {label: 'open palm', emoji: '\u{1F590}\uFE0F'},
-  closed_fist: {label: 'closed fist', emoji: '\u270A'},
-  pointing_up: {label: 'pointing up', emoji: '\u261D\uFE0F'},
-  iloveyou: {label: 'I love you', emoji: '\u{1F91F}'},
-  none: {label: '', emoji: ''},
-};
-
-// [enter, hold] per rule.
-export const THRESHOLDS = {
-  fingerFold: [0.0, 0.2],       // per finger: cos(wrist -> MCP, PIP -> tip) below
-  thumbStraight: [0.8, 0.72],   // |tip - mcp| / (|ip - mcp| + |tip - ip|) above
-  thumbOut: [0.45, 0.35],       // thumb tip to nearest finger PIP/DIP, in palm lengths, above
-  thumbReach: [0.2, 0.1],       // thumb tip beyond every other point along the thumb, in palm lengths, above
-  thumbCone: [55, 65],          // degrees between the thumb (MCP -> tip) and straight up/down, below
-  fingerExtend: [0.5, 0.3],     // per finger: cos(wrist -> MCP, PIP -> tip) above
-  indexCone: [45, 60],          // degrees between the index (MCP -> tip) and straight up, below
-};
-
+// {name: {label, emoji}}, 'none' last.
+export const GESTURES = TWINS.gesture.gestures;
+// [enter, hold] per rule (what each measures: twins.json's "$thresholds").
+export const THRESHOLDS = TWINS.gesture.thresholds;
 // Finger states per gesture, index to pinky: E extended, F folded.
-export const SHAPES = {
-  thumbs_up: 'FFFF', thumbs_down: 'FFFF', closed_fist: 'FFFF',
-  pointing_up: 'EFFF', victory: 'EEFF', iloveyou: 'EFFE', open_palm: 'EEEE',
-};
-
+export const SHAPES = TWINS.gesture.shapes;
 // The gestures whose thumb sticks out.
-const THUMB_OUT = ['thumbs_up', 'thumbs_down', 'iloveyou', 'open_palm'];
+const THUMB_OUT = TWINS.gesture.thumb_out;
 
 function toPoints(points) {
   if (!points || points.length !== 21) throw new Error(`need 21 landmarks, got ${points ? points.length : 0}`);

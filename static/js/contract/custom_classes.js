@@ -1,12 +1,15 @@
 // Your own image classes ("Teach" on /classify): recorded feature vectors, the classifier's
 // second output (EfficientNet-Lite0's pooled head, 1280 numbers), matched by k nearest
-// neighbours on cosine distance (example-sets.js), as Teachable Machine does on MobileNet's.
+// neighbours on cosine distance (example_sets.js), as Teachable Machine does on MobileNet's.
 // A KNN, not a trained head: a class is usable from its first example, adding one is
 // instant, and the file holds the examples themselves (the server matches the same ones).
 // modelcontract/custom_classes.py is the Python twin.
-import {ExampleSets} from './example-sets.js';
+import {ExampleSets} from './example_sets.js';
+import TWINS from './twins.json' with {type: 'json'};
 
-export const SIZE = 1280;
+// format, size, limits, max_distance, k, decimals, noun (twins.json; custom_classes.py reads the same).
+const KIND = TWINS.example_sets.custom_classes;
+export const SIZE = KIND.size;
 
 export function cosineDistance(a, b) {
   let dot = 0;
@@ -22,7 +25,4 @@ export function cosineDistance(a, b) {
 
 // Every example votes however far (2, the cosine distance's most): an image is always one of
 // your classes; the confidence says how sure.
-export const CLASS_SETS = new ExampleSets({
-  format: 'datarailroad-image-classes', size: SIZE, limits: {classes: 10, examples: 60, name: 40, warnBelow: 3},
-  distance: cosineDistance, maxDistance: 2, k: 5, decimals: 4, noun: 'class',
-});
+export const CLASS_SETS = new ExampleSets({...KIND, distance: cosineDistance});

@@ -1,5 +1,5 @@
 // Your own hand gestures: recorded examples of 21 keypoints, recognised by a k-nearest-
-// neighbour match (example-sets.js). Pure functions (no DOM, no storage): the hands page,
+// neighbour match (example_sets.js). Pure functions (no DOM, no storage): the hands page,
 // Node tests and the server's twin (modelcontract/custom_gestures.py) share the rules and
 // the file format.
 //
@@ -10,10 +10,13 @@
 // examples within 0.3 palm lengths, the 5 nearest vote (a gesture's confidence is its share
 // of the votes); with none that near, the hand is none of yours.
 
-import {ExampleSets} from './example-sets.js';
+import {ExampleSets} from './example_sets.js';
+import TWINS from './twins.json' with {type: 'json'};
 
-export const LIMITS = {classes: 20, examples: 300, name: 40, warnBelow: 5};
-const SIZE = 40;   // 20 keypoints x (x, y)
+// format, size, limits, max_distance, k, decimals, noun (twins.json; custom_gestures.py reads the same).
+const KIND = TWINS.example_sets.custom_gestures;
+export const LIMITS = KIND.limits;
+const SIZE = KIND.size;   // 20 keypoints x (x, y)
 
 const xy = (p) => (Array.isArray(p) ? [p[0], p[1]] : [p.x, p.y]);
 
@@ -45,7 +48,4 @@ export function handDistance(a, b) {
   return sum / (SIZE / 2);
 }
 
-export const GESTURE_SETS = new ExampleSets({
-  format: 'datarailroad-hand-gestures', size: SIZE, limits: LIMITS, distance: handDistance,
-  maxDistance: 0.3, k: 5, decimals: 4, noun: 'gesture',
-});
+export const GESTURE_SETS = new ExampleSets({...KIND, distance: handDistance});

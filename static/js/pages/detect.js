@@ -1,17 +1,17 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
 // and a results list; optionally tracks with IDs and a counting line (TrackingPanel). One
 // frame in flight (FrameSource); every tensor disposed.
-import {urlOverride, pageData, runModel} from './runtime.js';
-import {PageSession} from './session.js';
-import {outputNames} from './manifest.js';
-import {prepareInput} from './geometry.js';
-import {decode} from './detector.js';
-import {drawFrame, drawBoxes} from './draw.js';
-import {Hud} from './hud.js';
-import {FrameSource} from './sources.js';
-import {TrackingPanel, download} from './tracking-panel.js';
-import {CanvasRecorder} from './recorder.js';
-import {serverReady, inferOnServer} from './server-backend.js';
+import {urlOverride, pageData, runModel} from '../runtime/runtime.js';
+import {PageSession} from '../runtime/session.js';
+import {outputNames} from '../contract/manifest.js';
+import {prepareInput} from '../contract/geometry.js';
+import {decode} from '../contract/decode.js';
+import {drawFrame, drawBoxes} from '../ui/draw.js';
+import {Hud} from '../ui/hud.js';
+import {FrameSource} from '../runtime/sources.js';
+import {TrackingPanel, download} from '../ui/tracking-panel.js';
+import {CanvasRecorder} from '../ui/recorder.js';
+import {serverReady, inferOnServer} from '../runtime/server-backend.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
@@ -152,7 +152,7 @@ async function detectInBrowser(frame, {mirrored}) {
 async function detectOnServer(frame, {mirrored, file}) {
   const t0 = performance.now();
   const opts = options();
-  // The server applies the class filter by the same rule as detector.js (before NMS).
+  // The server applies the class filter by the same rule as decode.js (before NMS).
   const params = {score: opts.score, iou: opts.iou, max_det: opts.maxDet};
   if (opts.classes.size) params.classes = Array.from(opts.classes).join(',');
   const result = await inferOnServer('detect', session.opened.manifest.id, frame.canvas, frame.width, frame.height,
@@ -176,7 +176,7 @@ async function maybeOfferServer() {
       showMessage(`The server runs this model at about ${serverFps.toFixed(1)} FPS here, ` +
                   `this browser at ${hud.fps.toFixed(1)} FPS. Choose "Server" as the backend to use it.`);
     }
-  } catch (err) { /* no offer */ }
+  } catch { /* no offer */ }
 }
 
 function fillClassFilter(labels) {

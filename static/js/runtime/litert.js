@@ -103,7 +103,7 @@ export function liteRtStats() {
   let heapBytes = null;
   try {
     heapBytes = lib ? lib.getGlobalLiteRt().liteRtWasm.HEAPU8.byteLength : null;
-  } catch (err) { /* not loaded */ }
+  } catch { /* not loaded */ }
   return {tensors: live.tensors, models: live.models, heapBytes};
 }
 
@@ -199,7 +199,7 @@ export class LiteRtGraph {
     if (this.compiled.deleted) return;
     try {
       this.compiled.delete();
-    } catch (err) { /* its runtime build was unloaded (loadRuntime): nothing left to free */ }
+    } catch { /* its runtime build was unloaded (loadRuntime): nothing left to free */ }
     live.models -= 1;
   }
 }

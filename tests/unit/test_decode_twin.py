@@ -1,19 +1,16 @@
-"""static/js/detector.js decode (TF.js in Node, CPU backend) against modelcontract/decode.py on
+"""static/js/contract/decode.js decode (TF.js in Node, CPU backend) against modelcontract/decode.py on
 the same synthetic outputs, with and without the class filter, so the page, the page's
 server backend and the API show the same boxes; and the rule itself: a box of an unwanted
-class is no candidate (dropped before NMS and the max_det cut), and the constants the pages
-keep in JS equal the contract's."""
+class is no candidate (dropped before NMS and the max_det cut). The data both sides keep is
+twins.json (tests/unit/test_twins.py)."""
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import pytest
 
 from modelcontract.decode import DetectOptions, decode_nms, decode_raw
 from modelcontract.geometry import Transform
-from harness.node import detector_js_decode, js_url, run_node
-from harness.paths import JS
+from harness.node import detector_js_decode
 
 TRANSFORM = (0.75, 0.75, 0.0, 80.0)
 WIDTH, HEIGHT = 853, 640
@@ -22,7 +19,7 @@ PERSON, BIKE, DOG = 0, 1, 7
 
 
 def run_js(manifest: dict, outputs: list[np.ndarray], cases: list[dict]) -> list[list[dict]]:
-    """detector.js decode of the same outputs under each case's options."""
+    """decode.js decode of the same outputs under each case's options."""
     return detector_js_decode(manifest, [{"outputs": outputs, "transform": Transform(*TRANSFORM), "width": WIDTH,
                                           "height": HEIGHT, "options": case} for case in cases])
 
@@ -146,23 +143,3 @@ def test_nms_format_class_filter_is_one_rule_in_both_languages():
         assert_same(got, expected, case)
         assert got and {d["class_id"] for d in got} <= (set(case["classes"]) or {PERSON, BIKE, DOG})
     assert len(expected_all[1]) == 5
-
-
-# ---------------------------------------------------------------------------- constants kept in JS
-
-def js_object(path, name: str) -> dict:
-    """A flat `const NAME = {Key: 'value', ...};` of a page module (which needs a DOM to import)."""
-    match = re.search(rf"const {name} = \{{([^}}]*)\}};", path.read_text())
-    assert match, f"{name} not found in {path.name}"
-    return dict(re.findall(r"(\w+): '(\w+)'", match.group(1)))
-
-
-def test_js_constants_equal_the_contract():
-    from modelcontract import gesture, hands
-
-    assert js_object(JS / "hands.js", "SWAP") == hands.SWAP
-    labels = re.search(r"this\.labels = manifest\.labels \|\| \[([^\]]*)\]", (JS / "handpipeline.js").read_text())
-    assert labels and tuple(re.findall(r"'(\w+)'", labels.group(1))) == hands.HANDEDNESS
-    keys = run_node(f"const g = await import({js_url(JS / 'gesture.js')}); "
-                    "process.stdout.write(JSON.stringify(Object.keys(g.GESTURES)));")
-    assert sorted(keys) == sorted(gesture.GESTURES)
