@@ -25,8 +25,9 @@ HTTPS ?=
 run: tools setup models serve
 
 # The modules run on TEST_WORKERS pytest-xdist workers (tests/conftest.py groups them): the
-# suite mostly waits on browsers and servers, so more workers than the 2 cores pay.
-TEST_WORKERS ?= 3
+# suite mostly waits on browsers and servers. A third worker starved live-camera tests on 2
+# cores (docs/development.md "Workers").
+TEST_WORKERS ?= 2
 test: tools system-deps setup lint
 	@set +e; $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc

@@ -63,7 +63,7 @@ def draw_line_down_the_middle(page):
     """Drag a line from the top of the canvas to its bottom -> its ends in source pixels.
     Tried again when no line came of it: a message above the canvas (the offer of the Server
     backend after 10 slow frames) can move it down under the mouse mid-drag, as a user sees."""
-    for _ in range(3):
+    for _ in range(5):
         page.click("#line-button")
         page.locator("#view").scroll_into_view_if_needed()
         box = page.locator("#view").bounding_box()
@@ -76,8 +76,8 @@ def draw_line_down_the_middle(page):
         line = page.get_attribute("#view", "data-line")
         if line:
             return [float(v) for v in line.split(",")]
-        page.wait_for_timeout(500)
-    raise AssertionError("three drags across the canvas drew no line")
+        page.wait_for_timeout(1000)
+    raise AssertionError("five drags across the canvas drew no line")
 
 
 def start_tracking(browser, base_url, backend):

@@ -42,7 +42,7 @@ def test_serve_venv_has_no_converter_dependency(serve_venv):
     assert found == []
     # and what the server itself imports is there
     subprocess.run([serve_venv / "bin/python", "-c", "import server, server.api, server.inference, "
-                    "server.images, modelcontract.geometry, ai_edge_litert.interpreter, gunicorn, ray.serve, a2wsgi"],
+                    "server.images, modelcontract.geometry, modelcontract.track, ai_edge_litert.interpreter, gunicorn, ray.serve, a2wsgi"],
                    cwd=ROOT, check=True, env={"PATH": os.environ["PATH"]}, timeout=120)
 
 

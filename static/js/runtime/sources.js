@@ -62,6 +62,9 @@ export class FrameSource {
     let fresh = false;             // a frame was presented since the last grab
     const step = () => {
       if (this.busy || this.paused || !this.ready()) return;   // never two frames in flight
+      // A stream being stopped or replaced (the camera button again) still calls back once
+      // with a 0x0 video: there is no frame to take.
+      if (!this.video.videoWidth || !this.video.videoHeight) return;
       if (waiting) {
         waiting = false;
         this.onMessage('');
@@ -69,7 +72,8 @@ export class FrameSource {
       fresh = false;
       this.busy = true;
       this.process(this.grab(this.video), {mirrored, live: true, file: null, source: this.video})
-        .catch((err) => this.onMessage(`Processing failed: ${err.message}`))
+        // A loop that was stopped meanwhile leaves the message line to the source now chosen.
+        .catch((err) => { if (this.stop === stop) this.onMessage(`Processing failed: ${err.message}`); })
         .finally(() => {
           this.busy = false;
           if (fresh && this.stop === stop) step();
