@@ -114,8 +114,11 @@ def browser(pw):
 #   browser  headless Chromium through Playwright
 #   cluster  a Ray cluster or gunicorn processes of its own
 PARTS = ("unit", "convert", "browser", "cluster")
+LONGEST_FIRST = ("cluster", "browser", "convert", "unit")
 
 
+# tryfirst: xdist's own hook reads the groups off the markers in this same hook.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = Path(item.fspath)
@@ -126,4 +129,6 @@ def pytest_collection_modifyitems(config, items):
         # make test's workers (-n, --dist loadgroup) take a module whole, so its module-scoped
         # browser and servers start once; the cluster tests share Ray's fixed ports, so they
         # run one after another on one worker.
-        item.add_marker(pytest.mark.xdist_group("cluster" if part == "cluster" else path.stem))
+        item.add_marker(pytest.mark.xdist_group("cluster" if part == "cluster" else f"{part}/{path.stem}"))
+    # The longest parts first, so the workers don't end waiting on one long module.
+    items.sort(key=lambda item: LONGEST_FIRST.index(Path(item.fspath).parent.name))
