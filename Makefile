@@ -20,16 +20,20 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 HTTPS ?=
 
-.PHONY: run test test-python test-quick test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
+.PHONY: run test test-all test-python test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
 run: tools setup models serve
 
 # The modules run on TEST_WORKERS pytest-xdist workers (tests/conftest.py groups them): the
 # suite mostly waits on browsers and servers. A third worker starved live-camera tests on 2
 # cores (docs/development.md "Workers").
+# Tests marked slow (minutes each of a clip's real time or SwiftShader's WebGPU, on paths other
+# tests also cover) are left out; make test-all runs them too. The slowest 25 print last.
 TEST_WORKERS ?= 2
+TEST_MARKS ?= not slow
 test: tools system-deps setup lint
-	@set +e; $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS); rc=$$?; \
+	@set +e; $(VENV_PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 \
+	  $(if $(TEST_MARKS),-m "$(TEST_MARKS)") $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; rc=0; fi; exit $$rc
 
 # The suite on another interpreter: make test-python PY=3.13 (or 3.11, 3.12) finds python3.13 on
@@ -44,9 +48,9 @@ endif
 test-python:
 	$(MAKE) test PYTHON=$(lastword $(TEST_PYTHON)) VENV=.venv-py$(PY)
 
-# The same without the tests marked slow (minutes each: SwiftShader WebGPU live frames).
-test-quick:
-	$(MAKE) test PYTEST_ARGS='-m "not slow" $(PYTEST_ARGS)'
+# Every test, the slow ones too.
+test-all:
+	$(MAKE) test TEST_MARKS=
 
 # The unit part only (tests/unit: no model built, no browser, no server processes): the loop
 # while editing.

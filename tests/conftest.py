@@ -115,6 +115,11 @@ def browser(pw):
 #   cluster  a Ray cluster or gunicorn processes of its own
 PARTS = ("unit", "convert", "browser", "cluster")
 LONGEST_FIRST = ("cluster", "browser", "convert", "unit")
+# Modules run on one worker one after the other, and early: the live tracking test needs a
+# processed frame at least twice a second, which SwiftShader's WebGPU work (a whole core for
+# minutes) starves when the two run side by side (IDs switched, drags were missed in CI).
+TOGETHER = {"browser/test_tracking_page": "browser/tracking+webgpu",
+            "browser/test_webgpu_pages": "browser/tracking+webgpu"}
 
 
 # tryfirst: xdist's own hook reads the groups off the markers in this same hook.
@@ -129,6 +134,8 @@ def pytest_collection_modifyitems(config, items):
         # make test's workers (-n, --dist loadgroup) take a module whole, so its module-scoped
         # browser and servers start once; the cluster tests share Ray's fixed ports, so they
         # run one after another on one worker.
-        item.add_marker(pytest.mark.xdist_group("cluster" if part == "cluster" else f"{part}/{path.stem}"))
-    # The longest parts first, so the workers don't end waiting on one long module.
-    items.sort(key=lambda item: LONGEST_FIRST.index(Path(item.fspath).parent.name))
+        module = f"{part}/{path.stem}"
+        item.add_marker(pytest.mark.xdist_group("cluster" if part == "cluster" else TOGETHER.get(module, module)))
+    # The longest first, so the workers don't end waiting on one long module.
+    items.sort(key=lambda item: (LONGEST_FIRST.index(Path(item.fspath).parent.name),
+                                 f"{Path(item.fspath).parent.name}/{Path(item.fspath).stem}" not in TOGETHER))
