@@ -1,5 +1,7 @@
 """The slim runtime (requirements-serve.txt, `make serve-install` -> .venv-serve) runs the
-server on built models without any converter dependency.
+server on built models without any converter dependency. It is made with the interpreter the
+suite runs on, beside the suite's venv (.venv -> .venv-serve, make test-python's .venv-py3.13 ->
+.venv-py3.13-serve), so each Python gets its own.
 
 Time: `make serve-install` reuses .venv-serve while requirements-serve.txt is unchanged
 (make's timestamp rule), so only the first run pays for the venv: about 70 s here from
@@ -8,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,7 @@ from harness.photos import photo_bytes
 from harness.servers import Gunicorn
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV = ROOT / ".venv-serve"
+VENV = ROOT / f"{Path(sys.prefix).name}-serve"
 PORT = 8432
 CONVERTER_DEPENDENCIES = ("torch", "torchvision", "tensorflow", "tf_keras", "keras", "tensorflowjs", "jax",
                           "jaxlib", "flax", "ultralytics", "mediapipe", "onnx", "onnxruntime", "onnx2tf")
@@ -26,7 +29,8 @@ CONVERTER_DEPENDENCIES = ("torch", "torchvision", "tensorflow", "tf_keras", "ker
 
 @pytest.fixture(scope="module")
 def serve_venv() -> Path:
-    subprocess.run(["make", "serve-install"], cwd=ROOT, check=True, timeout=900)
+    subprocess.run(["make", "serve-install", f"SERVE_VENV={VENV}", f"PYTHON={sys._base_executable}"], cwd=ROOT,
+                   check=True, timeout=900)
     return VENV
 
 
