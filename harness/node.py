@@ -35,11 +35,15 @@ await tf.setBackend('cpu');
 """ % json.dumps(str(ROOT) + "/")
 
 
+# Put before every script run_node runs: the payload, read from stdin, as `req`.
+READ_REQUEST = "import {readFileSync} from 'node:fs';\nconst req = JSON.parse(readFileSync(0, 'utf8'));\n"
+
+
 def run_node(script: str, payload=None, timeout: float = 300):
-    """Run an ES-module script in Node (cwd: the checkout) with ``payload`` as JSON on stdin;
-    returns what it printed, parsed as JSON."""
-    proc = subprocess.run([node(), "--input-type=module", "-e", script], cwd=ROOT, capture_output=True, text=True,
-                          input=json.dumps(payload), timeout=timeout)
+    """Run an ES-module script in Node (cwd: the checkout) with ``payload`` as JSON on stdin,
+    which the script finds parsed as ``req``; returns what it printed, parsed as JSON."""
+    proc = subprocess.run([node(), "--input-type=module", "-e", READ_REQUEST + script], cwd=ROOT, capture_output=True,
+                          text=True, input=json.dumps(payload), timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout)
 
@@ -49,19 +53,14 @@ def run_node(script: str, payload=None, timeout: float = 300):
 DETECTOR_DECODE = TFJS_PRELUDE + """
 const {decode} = await import(%s);
 const {makeTransform} = await import(%s);
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', async () => {
-  const req = JSON.parse(text);
-  const out = [];
-  for (const c of req.cases) {
-    const tensors = c.outputs.map((o) => tf.tensor(o.data, o.shape, 'float32'));
-    const frame = {transform: makeTransform(...c.transform), width: c.width, height: c.height};
-    out.push(await decode(req.manifest, tensors, frame, {classes: null, ...c.options}));
-    tf.dispose(tensors);
-  }
-  process.stdout.write(JSON.stringify(out));
-});
+const out = [];
+for (const c of req.cases) {
+  const tensors = c.outputs.map((o) => tf.tensor(o.data, o.shape, 'float32'));
+  const frame = {transform: makeTransform(...c.transform), width: c.width, height: c.height};
+  out.push(await decode(req.manifest, tensors, frame, {classes: null, ...c.options}));
+  tf.dispose(tensors);
+}
+process.stdout.write(JSON.stringify(out));
 """ % (js_url(JS / "contract/decode.js"), js_url(JS / "contract/geometry.js"))
 
 

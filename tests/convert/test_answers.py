@@ -24,27 +24,22 @@ RUNNER = TFJS_PRELUDE + """
 import {createHash} from 'node:crypto';
 const geometry = await import(%s);
 const answers = await import(%s);
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const req = JSON.parse(text);
-  const out = {pattern: req.sizes.map(([h, w]) => createHash('sha256').update(geometry.checkPattern(h, w)).digest('hex')),
-               indices: req.indexSizes.map((n) => answers.sampleIndices(n)),
-               errors: req.errors.map((c) => {
-                 const outputs = Object.fromEntries(Object.entries(c.outputs).map(([k, v]) =>
-                   [k, Float32Array.from(v, (x) => (x === null ? NaN : x))]));
-                 const e = answers.answerError(c.recorded, outputs);
-                 return Number.isFinite(e) ? e : 'inf';
-               }),
-               inputs: req.specs.map((spec) => {
-                 const before = tf.memory().numTensors;
-                 const x = spec.part ? answers.partInput(spec) : answers.modelInput(spec);
-                 const values = Array.from(x.dataSync());
-                 x.dispose();
-                 return {values, leaked: tf.memory().numTensors - before};
-               })};
-  process.stdout.write(JSON.stringify(out));
-});
+const out = {pattern: req.sizes.map(([h, w]) => createHash('sha256').update(geometry.checkPattern(h, w)).digest('hex')),
+             indices: req.indexSizes.map((n) => answers.sampleIndices(n)),
+             errors: req.errors.map((c) => {
+               const outputs = Object.fromEntries(Object.entries(c.outputs).map(([k, v]) =>
+                 [k, Float32Array.from(v, (x) => (x === null ? NaN : x))]));
+               const e = answers.answerError(c.recorded, outputs);
+               return Number.isFinite(e) ? e : 'inf';
+             }),
+             inputs: req.specs.map((spec) => {
+               const before = tf.memory().numTensors;
+               const x = spec.part ? answers.partInput(spec) : answers.modelInput(spec);
+               const values = Array.from(x.dataSync());
+               x.dispose();
+               return {values, leaked: tf.memory().numTensors - before};
+             })};
+process.stdout.write(JSON.stringify(out));
 """ % (js_url(JS / "contract/geometry.js"), js_url(JS / "contract/answers.js"))
 
 SPECS = [

@@ -133,13 +133,9 @@ def test_transparent_pixels_read_as_black():
 # Reads [{id, points, world, hold}]; prints {id: classifyGesture's answer}.
 GESTURE_RUNNER = """
 import {classifyGesture} from %s;
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const out = {};
-  for (const c of JSON.parse(text)) out[c.id] = classifyGesture(c.points, {world: c.world, hold: c.hold});
-  process.stdout.write(JSON.stringify(out));
-});
+const out = {};
+for (const c of req) out[c.id] = classifyGesture(c.points, {world: c.world, hold: c.hold});
+process.stdout.write(JSON.stringify(out));
 """ % js_url(JS / "contract/gesture.js")
 
 

@@ -23,25 +23,20 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 
 RUNNER = """
 import * as cg from %s;
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const req = JSON.parse(text);
-  const out = {vectors: [], matches: [], files: [], added: null};
-  const sets = cg.GESTURE_SETS;
-  for (const h of req.hands) out.vectors.push(cg.normaliseHand(h.points, h.handedness));
-  for (const q of req.queries) out.matches.push(sets.match(cg.normaliseHand(q.points, q.handedness), req.set));
-  for (const f of req.files) {
-    try { sets.parse(f); out.files.push('ok'); } catch (e) { out.files.push(e.message); }
-  }
-  const errors = [];
-  let set = sets.empty();
-  for (const [name, n] of req.adds) {
-    try { set = sets.add(set, name, Array(n).fill(out.vectors[0])); } catch (e) { errors.push(e.message); }
-  }
-  out.added = {counts: set.classes.map((g) => [g.name, g.examples.length]), errors};
-  process.stdout.write(JSON.stringify(out));
-});
+const out = {vectors: [], matches: [], files: [], added: null};
+const sets = cg.GESTURE_SETS;
+for (const h of req.hands) out.vectors.push(cg.normaliseHand(h.points, h.handedness));
+for (const q of req.queries) out.matches.push(sets.match(cg.normaliseHand(q.points, q.handedness), req.set));
+for (const f of req.files) {
+  try { sets.parse(f); out.files.push('ok'); } catch (e) { out.files.push(e.message); }
+}
+const errors = [];
+let set = sets.empty();
+for (const [name, n] of req.adds) {
+  try { set = sets.add(set, name, Array(n).fill(out.vectors[0])); } catch (e) { errors.push(e.message); }
+}
+out.added = {counts: set.classes.map((g) => [g.name, g.examples.length]), errors};
+process.stdout.write(JSON.stringify(out));
 """ % js_url(JS / "contract/custom_gestures.js")
 
 
@@ -184,14 +179,9 @@ def test_bad_files_are_refused_alike_with_a_reason(hands):
 
 CLASSES_RUNNER = """
 import {CLASS_SETS} from %s;
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const req = JSON.parse(text);
-  const matches = req.queries.map((q) => CLASS_SETS.match(q, req.set));
-  const files = req.files.map((f) => { try { CLASS_SETS.parse(f); return 'ok'; } catch (e) { return e.message; } });
-  process.stdout.write(JSON.stringify({matches, files}));
-});
+const matches = req.queries.map((q) => CLASS_SETS.match(q, req.set));
+const files = req.files.map((f) => { try { CLASS_SETS.parse(f); return 'ok'; } catch (e) { return e.message; } });
+process.stdout.write(JSON.stringify({matches, files}));
 """ % js_url(JS / "contract/custom_classes.js")
 
 

@@ -12,22 +12,18 @@ from harness.paths import JS
 
 RUNNER = TFJS_PRELUDE + """
 const {prepareInput} = await import(%s);
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const out = [];
-  for (const c of JSON.parse(text)) {
-    const pixels = tf.tensor3d(c.pixels, c.shape, 'int32');
-    const before = tf.memory().numTensors;
-    const {input, transform} = prepareInput(pixels, c.spec);
-    out.push({shape: input.shape, values: Array.from(input.dataSync()),
-              transform: [transform.scaleX, transform.scaleY, transform.offsetX, transform.offsetY],
-              leaked: tf.memory().numTensors - before - 1});
-    input.dispose();
-    pixels.dispose();
-  }
-  process.stdout.write(JSON.stringify(out));
-});
+const out = [];
+for (const c of req) {
+  const pixels = tf.tensor3d(c.pixels, c.shape, 'int32');
+  const before = tf.memory().numTensors;
+  const {input, transform} = prepareInput(pixels, c.spec);
+  out.push({shape: input.shape, values: Array.from(input.dataSync()),
+            transform: [transform.scaleX, transform.scaleY, transform.offsetX, transform.offsetY],
+            leaked: tf.memory().numTensors - before - 1});
+  input.dispose();
+  pixels.dispose();
+}
+process.stdout.write(JSON.stringify(out));
 """
 
 SPECS = [
@@ -66,24 +62,20 @@ def test_prepare_input_is_prepare():
 
 UNRESIZED_RUNNER = TFJS_PRELUDE + """
 const {prepareInput, unresizedGeometry, unresizedInput} = await import(%s);
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const out = [];
-  for (const c of JSON.parse(text)) {
-    const [h, w] = c.shape;
-    const g = unresizedGeometry(w, h, c.spec);
-    if (!g) { out.push(null); continue; }
-    const rgba = new Uint8ClampedArray(h * w * 4);
-    c.pixels.forEach((v, i) => { rgba[Math.floor(i / 3) * 4 + (i %% 3)] = v; });
-    const fast = unresizedInput(rgba, w, h, g, c.spec);
-    const pixels = tf.tensor3d(c.pixels, c.shape, 'int32');
-    const tensorPath = prepareInput(pixels, c.spec).input;
-    out.push({fast: Array.from(fast.dataSync()), tensorPath: Array.from(tensorPath.dataSync()), shape: fast.shape});
-    tf.dispose([fast, pixels, tensorPath]);
-  }
-  process.stdout.write(JSON.stringify(out));
-});
+const out = [];
+for (const c of req) {
+  const [h, w] = c.shape;
+  const g = unresizedGeometry(w, h, c.spec);
+  if (!g) { out.push(null); continue; }
+  const rgba = new Uint8ClampedArray(h * w * 4);
+  c.pixels.forEach((v, i) => { rgba[Math.floor(i / 3) * 4 + (i %% 3)] = v; });
+  const fast = unresizedInput(rgba, w, h, g, c.spec);
+  const pixels = tf.tensor3d(c.pixels, c.shape, 'int32');
+  const tensorPath = prepareInput(pixels, c.spec).input;
+  out.push({fast: Array.from(fast.dataSync()), tensorPath: Array.from(tensorPath.dataSync()), shape: fast.shape});
+  tf.dispose([fast, pixels, tensorPath]);
+}
+process.stdout.write(JSON.stringify(out));
 """
 
 

@@ -28,24 +28,19 @@ pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is no
 # {id: [stable gesture per frame]} and {id: [[stable gesture per hand] per frame]}.
 RUNNER = """
 import {classifyGesture, GestureStabilizer, GestureTracker} from %s;
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const req = JSON.parse(text);
-  const cases = {};
-  for (const c of req.cases) cases[c.id] = classifyGesture(c.points, {world: c.world || null, hold: c.hold || 'none'}).gesture;
-  const sequences = {};
-  for (const s of req.sequences) {
-    const st = new GestureStabilizer({frames: s.n});
-    sequences[s.id] = s.frames.map((f) => st.update(f.points, f.world || null).gesture);
-  }
-  const tracked = {};
-  for (const s of req.tracked || []) {
-    const tracker = new GestureTracker({frames: s.n});
-    tracked[s.id] = s.frames.map((hands) => tracker.update(hands).map((g) => g.gesture));
-  }
-  process.stdout.write(JSON.stringify({cases, sequences, tracked}));
-});
+const cases = {};
+for (const c of req.cases) cases[c.id] = classifyGesture(c.points, {world: c.world || null, hold: c.hold || 'none'}).gesture;
+const sequences = {};
+for (const s of req.sequences) {
+  const st = new GestureStabilizer({frames: s.n});
+  sequences[s.id] = s.frames.map((f) => st.update(f.points, f.world || null).gesture);
+}
+const tracked = {};
+for (const s of req.tracked || []) {
+  const tracker = new GestureTracker({frames: s.n});
+  tracked[s.id] = s.frames.map((hands) => tracker.update(hands).map((g) => g.gesture));
+}
+process.stdout.write(JSON.stringify({cases, sequences, tracked}));
 """ % js_url(GESTURE_JS)
 
 

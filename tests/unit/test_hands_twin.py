@@ -13,17 +13,13 @@ from harness.paths import JS
 RUNNER = """
 import * as hp from %s;
 import {ssdAnchors} from %s;
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const {manifest, palm, size, rects} = JSON.parse(text);
-  const anchors = ssdAnchors(manifest.anchors).map((a) => [a.x, a.y, a.w, a.h]);
-  const roi = hp.palmToRoi(palm, size, manifest.pipeline.palm_to_roi);
-  const {roi: padded, padding} = hp.padRoi(hp.roiOf(size, roi), {width: 224, height: 224});
-  const matrix = hp.projectiveTransform(padded, size, {width: 224, height: 224});
-  const kept = hp.associateRects(rects, manifest.pipeline.min_similarity_threshold);
-  process.stdout.write(JSON.stringify({anchors, roi, padding, matrix, kept}));
-});
+const {manifest, palm, size, rects} = req;
+const anchors = ssdAnchors(manifest.anchors).map((a) => [a.x, a.y, a.w, a.h]);
+const roi = hp.palmToRoi(palm, size, manifest.pipeline.palm_to_roi);
+const {roi: padded, padding} = hp.padRoi(hp.roiOf(size, roi), {width: 224, height: 224});
+const matrix = hp.projectiveTransform(padded, size, {width: 224, height: 224});
+const kept = hp.associateRects(rects, manifest.pipeline.min_similarity_threshold);
+process.stdout.write(JSON.stringify({anchors, roi, padding, matrix, kept}));
 """
 
 

@@ -15,21 +15,16 @@ from harness.track_scenes import scene
 
 RUNNER = """
 const {Tracker, LineCounter, zoneCounts, linearAssignment} = await import(%s);
-let text = '';
-process.stdin.on('data', (d) => { text += d; });
-process.stdin.on('end', () => {
-  const req = JSON.parse(text);
-  const scenes = req.scenes.map((s) => {
-    const tracker = new Tracker(s.options);
-    const line = new LineCounter(...s.line);
-    return s.frames.map((dets) => {
-      const tracks = tracker.update(dets);
-      return {tracks, line: structuredClone(line.update(tracks)), zone: zoneCounts(s.zone, tracks)};
-    });
+const scenes = req.scenes.map((s) => {
+  const tracker = new Tracker(s.options);
+  const line = new LineCounter(...s.line);
+  return s.frames.map((dets) => {
+    const tracks = tracker.update(dets);
+    return {tracks, line: structuredClone(line.update(tracks)), zone: zoneCounts(s.zone, tracks)};
   });
-  const assignments = req.costs.map((c) => linearAssignment(c));
-  process.stdout.write(JSON.stringify({scenes, assignments}));
 });
+const assignments = req.costs.map((c) => linearAssignment(c));
+process.stdout.write(JSON.stringify({scenes, assignments}));
 """ % js_url(JS / "contract/track.js")
 
 CASES = [({}, seed) for seed in range(12)] + [

@@ -83,9 +83,8 @@ def test_scores_js_ranks_as_scores_py():
     from modelcontract import scores
 
     cases = [[0.1, 0.5, 0.5, -2.0, 3.0, 0.5], [1.0] * 7, list(np.random.default_rng(3).normal(size=50))]
-    got = run_node("const s = await import(%s); let text = ''; process.stdin.on('data', (d) => { text += d; });"
-                   "process.stdin.on('end', () => process.stdout.write(JSON.stringify(JSON.parse(text).map("
-                   "(v) => ({top: s.topK(v, 5), soft: s.softmax(v)})))));" % js_url(JS / "contract" / "scores.js"),
+    got = run_node("const s = await import(%s); process.stdout.write(JSON.stringify(req.map("
+                   "(v) => ({top: s.topK(v, 5), soft: s.softmax(v)}))));" % js_url(JS / "contract" / "scores.js"),
                    cases, timeout=60)
     for values, js in zip(cases, got):
         assert js["top"] == scores.top_k(values, 5)
