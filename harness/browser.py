@@ -13,6 +13,8 @@ from urllib.parse import urlparse
 from harness.paths import ARTIFACTS
 
 CHROMIUM = "/usr/bin/chromium"
+# What Playwright starts: CHROMIUM at the priority a user's Chromium gets (see the script).
+LAUNCHER = str(Path(__file__).with_name("chromium"))
 
 FLAGS = [
     "--no-sandbox", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -29,7 +31,7 @@ def fake_camera_flags(y4m: Path) -> list[str]:
 
 
 def launch(playwright, extra_args=()):
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS + list(extra_args))
+    return playwright.chromium.launch(executable_path=LAUNCHER, args=FLAGS + list(extra_args))
 
 
 @dataclass

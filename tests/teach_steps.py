@@ -3,14 +3,14 @@ shared by their Chromium tests: a browser on a profile folder (IndexedDB persist
 with a fake camera, the panel's list, and recording a class."""
 from __future__ import annotations
 
-from harness.browser import CHROMIUM, FLAGS, fake_camera_flags, open_page
+from harness.browser import FLAGS, LAUNCHER, fake_camera_flags, open_page
 
 READY = "#model-status[data-state='ready']"
 
 
 def open_on_profile(pw, profile, camera, url: str):
     """(context, page, log) of a page at ``url`` once its model is ready."""
-    context = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, accept_downloads=True,
+    context = pw.chromium.launch_persistent_context(profile, executable_path=LAUNCHER, accept_downloads=True,
                                                     args=FLAGS + fake_camera_flags(camera))
     page, log = open_page(context, url)
     page.wait_for_selector(READY, timeout=300_000)

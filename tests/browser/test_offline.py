@@ -19,7 +19,7 @@ import time
 import pytest
 from werkzeug.serving import make_server
 
-from harness.browser import CHROMIUM, FLAGS, fake_camera_flags, launch, open_page, screenshot, wait_frames
+from harness.browser import CHROMIUM, FLAGS, LAUNCHER, fake_camera_flags, launch, open_page, screenshot, wait_frames
 from harness.clips import write_y4m
 from harness.paths import YOLOV5N_WEIGHTS
 from harness.photos import letterbox_rgb, photo_file, photo_rgb
@@ -181,7 +181,7 @@ def test_build_id_follows_the_served_files(tmp_path, monkeypatch):
 def test_installable_manifest_and_worker(pw, serve, tmp_path):
     server = serve("installable", MODELS_DIR=tmp_path / "no-models")
     # A profile on disk: Chromium never offers to install from an incognito context.
-    context = pw.chromium.launch_persistent_context(tmp_path / "profile", executable_path=CHROMIUM, args=FLAGS)
+    context = pw.chromium.launch_persistent_context(tmp_path / "profile", executable_path=LAUNCHER, args=FLAGS)
     page, log = open_page(context, server.url + "/")
     wait_worker_active(page)
     cdp = context.new_cdp_session(page)
