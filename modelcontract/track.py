@@ -10,8 +10,8 @@ trackers use (1/20 of the height for position, 1/160 for velocity). Matching is 
 filter's predicted box with the detection's, within one class only, solved as an assignment
 (scipy's linear_sum_assignment here, a Hungarian solver in the JS twin).
 
-A frame, per ``Tracker.update(detections)``:
-  1. predict every track one frame on;
+A frame, per ``Tracker.update(detections, steps)``:
+  1. predict every track ``steps`` frames on (1, unless a live source skipped frames);
   2. confident detections (score >= ``high``) against confirmed and lost tracks, IoU >= ``match_iou``;
   3. weak detections (``low`` <= score < ``high``) against confirmed tracks still unmatched
      (not lost ones), IoU >= ``low_match_iou``; confirmed tracks left over become lost;
@@ -160,7 +160,10 @@ class Tracker:
         self.next_id = 1
         self.tracks: list[_Track] = []
 
-    def update(self, detections: list[dict]) -> list[dict]:
+    def update(self, detections: list[dict], steps: int = 1) -> list[dict]:
+        """One frame's detections -> its tracks. ``steps``: how many frame intervals have passed
+        since the last frame (a live source that fell behind skipped some): the filters
+        predict that far, so a track is looked for where its object has got to."""
         o = self.options
         self.frame += 1
         frame = self.frame
@@ -168,7 +171,8 @@ class Tracker:
         high = [d for d in dets if d["score"] >= o["high"]]
         weak = [d for d in dets if d["score"] < o["high"]]
         for t in self.tracks:
-            t.filter.predict(still_height=t.state == "lost")
+            for _ in range(steps):
+                t.filter.predict(still_height=t.state == "lost")
 
         confirmed = [t for t in self.tracks if t.state != "tentative"]
         tentative = [t for t in self.tracks if t.state == "tentative"]

@@ -41,6 +41,23 @@ def test_two_objects_crossing_paths_keep_their_ids():
     assert {t["id"] for f in tracked for t in f} == {1, 2}
 
 
+def test_a_source_that_skips_frames_keeps_ids_when_the_tracker_is_told_how_many():
+    """A live page that falls behind takes every few frames: told the steps, the tracker
+    predicts that far and each object keeps its ID; told nothing, the small fast ones jump
+    past their tracks."""
+    a = moving((0, 50), (7, 0), 120, size=(30, 60), truth=0)
+    b = moving((600, 250), (-6, 1), 120, size=(36, 70), truth=1)
+    taken = [0, 1, 2, 3, 4, 5, 11, 12, 13, 19, 20, 26, 27, 28, 29, 36, 37, 38, 39, 40, 48, 49, 50]
+    frames = [[a[f], b[f]] for f in taken]
+    steps = [1] + [later - f for f, later in zip(taken, taken[1:])]
+    told = Tracker()
+    tracked = [told.update(dets, s) for dets, s in zip(frames, steps)]
+    assert id_switches(frames, tracked) == (0, 2 * len(taken))
+    assert {t["id"] for f in tracked for t in f} == {1, 2}
+    untold = run(frames)
+    assert len({t["id"] for f in untold for t in f}) > 2
+
+
 def test_an_occluded_object_is_found_again_within_max_lost():
     obj = moving((0, 0), (5, 2), 80)
     hidden = set(range(20, 20 + DEFAULTS["max_lost"]))        # unseen for max_lost frames

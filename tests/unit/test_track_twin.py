@@ -1,7 +1,8 @@
 """static/js/contract/track.js (Node) against modelcontract/track.py on the same detections: the same
 tracks with the same IDs, boxes and trails, the same line and zone counts, frame by frame, on
-synthetic scenes with jitter, missed detections, weak scores and clutter; and the JS
-assignment solver against scipy's on random cost matrices."""
+synthetic scenes with jitter, missed detections, weak scores and clutter, some taken every few
+frames (a live page that fell behind: the tracker is told the steps); and the JS assignment
+solver against scipy's on random cost matrices."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,8 @@ const {Tracker, LineCounter, zoneCounts, linearAssignment} = await import(%s);
 const scenes = req.scenes.map((s) => {
   const tracker = new Tracker(s.options);
   const line = new LineCounter(...s.line);
-  return s.frames.map((dets) => {
-    const tracks = tracker.update(dets);
+  return s.frames.map((dets, i) => {
+    const tracks = tracker.update(dets, s.steps[i]);
     return {tracks, line: structuredClone(line.update(tracks)), zone: zoneCounts(s.zone, tracks)};
   });
 });
@@ -32,15 +33,17 @@ CASES = [({}, seed) for seed in range(12)] + [
     ({"high": 0.3, "low": 0.05, "birth": 0.4}, 101),
     ({"confirm": 1, "trail": 4}, 102),
 ]
+# Scenes taken every 1 to 6 frames, as a page that falls behind takes them.
+SKIPPING = [({}, 200), ({"confirm": 3, "max_lost": 5}, 201)]
 LINE = ([320.0, 0.0], [320.0, 480.0])
 ZONE = [[100.0, 100.0], [500.0, 80.0], [540.0, 400.0], [80.0, 380.0]]
 
 
-def python_run(frames, options):
+def python_run(frames, options, steps):
     tracker, line = track.Tracker(**options), track.LineCounter(*LINE)
     out = []
-    for dets in frames:
-        tracks = tracker.update(dets)
+    for dets, n in zip(frames, steps):
+        tracks = tracker.update(dets, n)
         out.append({"tracks": tracks, "line": {k: dict(v) for k, v in line.update(tracks).items()},
                     "zone": track.zone_counts(ZONE, tracks)})
     return out
@@ -52,14 +55,22 @@ def twin():
     costs = [rng.uniform(0, 1, size=(int(rng.integers(1, 9)), int(rng.integers(1, 9)))).tolist() for _ in range(40)]
     scenes = [{"frames": scene(seed, objects=8), "options": options,
                "line": LINE, "zone": ZONE} for options, seed in CASES]
+    for scene_ in scenes:
+        scene_["steps"] = [1] * len(scene_["frames"])
+    for options, seed in SKIPPING:
+        every = scene(seed, frames=240, objects=8)
+        taken = np.cumsum(np.random.default_rng(seed).integers(1, 7, size=60))
+        taken = [0] + [int(f) for f in taken if f < len(every)]
+        scenes.append({"frames": [every[f] for f in taken], "steps": [1] + np.diff(taken).tolist(),
+                       "options": options, "line": LINE, "zone": ZONE})
     return scenes, costs, run_node(RUNNER, {"scenes": scenes, "costs": costs})
 
 
-@pytest.mark.parametrize("case", range(len(CASES)))
+@pytest.mark.parametrize("case", range(len(CASES) + len(SKIPPING)))
 def test_js_tracker_gives_the_python_tracks_and_counts(twin, case):
     scenes, _, got = twin
-    options, _ = CASES[case]
-    want = python_run(scenes[case]["frames"], options)
+    options = scenes[case]["options"]
+    want = python_run(scenes[case]["frames"], options, scenes[case]["steps"])
     js = got["scenes"][case]
     assert len(js) == len(want)
     crossings = 0

@@ -261,13 +261,14 @@ export class Tracker {
     this.tracks = [];
   }
 
-  update(detections) {
+  // steps: frame intervals since the last frame (a live source that fell behind skipped some).
+  update(detections, steps = 1) {
     const o = this.options;
     const frame = ++this.frame;
     const dets = detections.filter((d) => d.score >= o.low);
     let high = dets.filter((d) => d.score >= o.high);
     const weak = dets.filter((d) => d.score < o.high);
-    for (const t of this.tracks) t.filter.predict(t.state === 'lost');
+    for (const t of this.tracks) for (let k = 0; k < steps; k++) t.filter.predict(t.state === 'lost');
 
     const confirmed = this.tracks.filter((t) => t.state !== 'tentative');
     const tentative = this.tracks.filter((t) => t.state === 'tentative');
