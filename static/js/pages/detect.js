@@ -108,7 +108,7 @@ function show(frame, result, mirrored, timing, t0) {
     view.height = frame.height;
   }
   drawFrame(ctx, frame.canvas, mirrored);
-  tracking.update(result.detections, mirrored);
+  tracking.update(result.detections, mirrored, frame.time);
   const trackIds = tracking.idsByBox();
   drawBoxes(ctx, result.detections.map((d) => (trackIds.has(d.box.join(','))
     ? {...d, label: `#${trackIds.get(d.box.join(','))} ${d.label}`} : d)), mirrored);

@@ -10,7 +10,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitingText = (what) => `${what} runs as soon as the model is ready (see the status line).`;
 
 export class FrameSource {
-  // process(frame, {mirrored, live, file, source}) -> Promise, frame = {canvas, width, height, grabMs}
+  // process(frame, {mirrored, live, file, source}) -> Promise, frame = {canvas, width, height,
+  // grabMs, time}; time (s) is when a live frame was taken, or a file frame's media time.
   // ready() -> whether a frame may start now (model loaded, request rate); onMessage(text)
   // shows a user-facing message ('' clears it); onLoop() runs before each new loop;
   // onProgress(done, total, fps) after each frame of a file run frame by frame.
@@ -33,7 +34,7 @@ export class FrameSource {
     this.ctx = this.canvas.getContext('2d', {willReadFrequently: true});  // fast pixel reads
   }
 
-  grab(source) {
+  grab(source, time = null) {
     const started = performance.now();
     const width = source.videoWidth || source.width;
     const height = source.videoHeight || source.height;
@@ -42,7 +43,7 @@ export class FrameSource {
       this.canvas.height = height;
     }
     this.ctx.drawImage(source, 0, 0, width, height);
-    return {canvas: this.canvas, width, height, grabMs: performance.now() - started};
+    return {canvas: this.canvas, width, height, grabMs: performance.now() - started, time};
   }
 
   stopLoop() {
@@ -71,7 +72,7 @@ export class FrameSource {
       }
       fresh = false;
       this.busy = true;
-      this.process(this.grab(this.video), {mirrored, live: true, file: null, source: this.video})
+      this.process(this.grab(this.video, performance.now() / 1000), {mirrored, live: true, file: null, source: this.video})
         // A loop that was stopped meanwhile leaves the message line to the source now chosen.
         .catch((err) => { if (this.stop === stop) this.onMessage(`Processing failed: ${err.message}`); })
         .finally(() => {
@@ -108,7 +109,7 @@ export class FrameSource {
       if (!current()) return;
       this.busy = true;
       try {
-        await this.process(this.grab(video), {mirrored: false, live: true, file: null, source: video});
+        await this.process(this.grab(video, (i + 0.5) / fps), {mirrored: false, live: true, file: null, source: video});
       } catch (err) {
         this.onMessage(`Processing failed at frame ${i + 1}: ${err.message}`);
         return;

@@ -7,6 +7,9 @@ import {classColor} from './draw.js';
 
 // Rows kept for the CSV (MOTChallenge: ~40 bytes a row); past this the log stops, counting goes on.
 export const MAX_LOG_ROWS = 200_000;
+// Frame gaps kept to know the usual one, and the most frame steps one gap may count for.
+const GAPS_KEPT = 9;
+const MAX_STEPS = 30;
 
 export class TrackingPanel {
   // view: the display canvas; $: the page's getElementById; onChange(): rerun a still image.
@@ -18,6 +21,8 @@ export class TrackingPanel {
     this.rows = [];
     this.tracks = [];
     this.classes = new Map(); // every class seen in this sequence: name -> class id
+    this.lastTime = null; // the last frame's time (s), and the gaps between frames before it
+    this.gaps = [];
     this.mirrored = false;
     this.enabled = $('track-toggle').checked;
     $('track-toggle').addEventListener('change', () => {
@@ -49,8 +54,23 @@ export class TrackingPanel {
     this.rows = [];
     this.tracks = [];
     this.classes.clear();
+    this.lastTime = null;
+    this.gaps = [];
     if (this.line) this.line.reset();
     this.showCounts();
+  }
+
+  // How many usual frame intervals passed since the last frame: 1 while frames come evenly
+  // (and for a file's frames, a media time apart), more after a stall of a live source, so
+  // the tracker looks for each object where it has got to meanwhile.
+  stepsTo(time) {
+    if (time == null) return 1;
+    const gap = this.lastTime == null ? null : time - this.lastTime;
+    this.lastTime = time;
+    if (!(gap > 0)) return 1;
+    const usual = this.gaps.length >= 3 ? [...this.gaps].sort((a, b) => a - b)[this.gaps.length >> 1] : gap;
+    this.gaps = [...this.gaps, gap].slice(-GAPS_KEPT);
+    return Math.min(MAX_STEPS, Math.max(1, Math.round(gap / usual)));
   }
 
   // Pointer position -> source pixels (the canvas is scaled by CSS; a mirrored view flips x).
@@ -81,11 +101,11 @@ export class TrackingPanel {
     this.onChange();
   }
 
-  // One frame's detections -> its tracks (none while off).
-  update(detections, mirrored) {
+  // One frame's detections -> its tracks (none while off); time: the frame's, in seconds.
+  update(detections, mirrored, time = null) {
     this.mirrored = mirrored;
     if (!this.enabled) return [];
-    this.tracks = this.tracker.update(detections);
+    this.tracks = this.tracker.update(detections, this.stepsTo(time));
     for (const t of this.tracks) this.classes.set(className(t), t.class_id);
     if (this.rows.length < MAX_LOG_ROWS) this.rows.push(...motRows(this.tracker.frame, this.tracks));
     if (this.line) this.line.update(this.tracks);
