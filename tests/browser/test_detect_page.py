@@ -1,5 +1,5 @@
 """/detect in headless Chromium with the real YOLOv5n: fake camera, image upload, tensor
-hygiene over 300 frames, offline-ness — compared with the Python reference on the same frame."""
+hygiene over live frames, offline-ness — compared with the Python reference on the same frame."""
 from __future__ import annotations
 
 import os
@@ -84,19 +84,21 @@ def test_image_upload_zidane_boxes_within_2px(camera_browser, base_url, yolov5n)
     assert log.outside_requests == [] and log.console_errors == []
 
 
-def test_300_frames_do_not_leak_tensors(camera_browser, base_url):
+# 100 frames after a 20-frame warm-up find any per-frame leak; the 300-frame run is make test-all's.
+@pytest.mark.parametrize("frames", [120, pytest.param(300, marks=pytest.mark.slow)])
+def test_live_frames_do_not_leak_tensors(camera_browser, base_url, frames):
     context = camera_browser.new_context()
     page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend=wasm")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
     read = ("() => [+document.getElementById('results').dataset.frame,"
             " +document.getElementById('hud').dataset.numTensors]")
-    wait_frames(page, 50)
-    at_50 = page.evaluate(read)
-    wait_frames(page, 300, timeout=900_000)
-    at_300 = page.evaluate(read)
+    wait_frames(page, 20)
+    first = page.evaluate(read)
+    wait_frames(page, frames, timeout=900_000)
+    last = page.evaluate(read)
     context.close()
-    assert at_50[0] >= 50 and at_300[0] >= 300
-    assert at_300[1] == at_50[1], f"numTensors {at_50[1]} at frame {at_50[0]} -> {at_300[1]} at {at_300[0]}"
+    assert first[0] >= 20 and last[0] >= frames
+    assert last[1] == first[1], f"numTensors {first[1]} at frame {first[0]} -> {last[1]} at {last[0]}"
     assert log.outside_requests == [] and log.console_errors == []
 
 
