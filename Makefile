@@ -69,12 +69,14 @@ setup: $(VENV)/.installed node_modules/.package-lock.json
 # tensorflowjs & co. go in without their declared deps (they would replace tensorflow-cpu).
 # triton (pulled by torch) segfaults when TF is imported first; CPU use never needs it.
 # Last, the project itself, editable and without deps (pyproject.toml): imports by name everywhere.
+# --no-compile: pip would byte-compile every installed file (70 s of the 165 s a fresh install
+# took here); Python compiles what is imported, once, on first use.
 $(VENV)/.installed: requirements.txt requirements-serve.txt requirements-nodeps.txt pyproject.toml
 	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
-	$(VENV_PY) -m pip install --disable-pip-version-check -q -r requirements.txt
-	$(VENV_PY) -m pip install --disable-pip-version-check -q --no-deps -r requirements-nodeps.txt
+	$(VENV_PY) -m pip install --disable-pip-version-check --no-compile -q -r requirements.txt
+	$(VENV_PY) -m pip install --disable-pip-version-check --no-compile -q --no-deps -r requirements-nodeps.txt
 	$(VENV_PY) -m pip uninstall -y -q triton || true
-	$(VENV_PY) -m pip install --disable-pip-version-check -q --no-deps -e .
+	$(VENV_PY) -m pip install --disable-pip-version-check --no-compile -q --no-deps -e .
 	touch $@
 
 node_modules/.package-lock.json: package-lock.json
@@ -136,6 +138,6 @@ serve-install: $(SERVE_VENV)/.installed
 
 $(SERVE_VENV)/.installed: requirements-serve.txt pyproject.toml
 	test -x $(SERVE_VENV)/bin/python || $(PYTHON) -m venv $(SERVE_VENV)
-	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check -q -r requirements-serve.txt
-	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check -q --no-deps -e .
+	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check --no-compile -q -r requirements-serve.txt
+	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check --no-compile -q --no-deps -e .
 	touch $@
