@@ -1,6 +1,9 @@
 // Detector outputs -> the shared result schema, for both manifest formats:
 //   "nms"       NMS inside the graph: boxes [1,N,4] x1,y1,x2,y2 / input size, scores, classes, valid
 //   "yolo-raw"  raw head [1, 4+nc, A]: cx,cy,w,h in input pixels + per-class scores (decoded here)
+//   "yolo-seg"  the same with nm mask coefficients, and prototypes [1, mh, mw, nm]: + "polygons"
+//   "yolo-pose" the same with k keypoints (x, y[, visibility]) after the scores: + "keypoints"
+//   "yolo-obb"  [1, 4+nc+1, A] with the angle last; rotated NMS: + "corners", "angle"
 // Boxes come back in source-image pixels via the letterbox inverse. The twin of
 // modelcontract/decode.py (tests/unit/test_decode_twin.py holds the two together).
 //
@@ -10,6 +13,8 @@
 // maxDet place; the in-graph NMS of "nms" has already run, so there its rows are skipped
 // before the cut.
 import {outputIndex} from './manifest.js';
+import {instanceMask, outlines} from './masks.js';
+import {corners, fastNms, regularize} from './rotated.js';
 
 const tf = globalThis.tf;
 
@@ -52,14 +57,16 @@ function classMask(options, numClasses) {
   return mask;
 }
 
-async function decodeRaw(manifest, outputs, frame, options) {
-  // [1, 4+nc, A] -> per anchor: box (x1,y1,x2,y2) and best class; NMS on the backend.
+// [1, 4+nc+extra, A] -> the anchors NMS keeps (per class unless the manifest says agnostic):
+// {kept, rows (the head as a [A, 4+nc+extra] tensor, for the caller to gather from and
+// dispose), boxes (x1,y1,x2,y2 per anchor), best, bestClass}. The twin of decode.py raw_candidates.
+async function rawCandidates(manifest, head, nc, options) {
   const agnostic = (manifest.nms || {}).agnostic !== false;
-  const mask = classMask(options, outputs[0].shape[1] - 4);
-  const [boxes, best, bestClass, nmsBoxes] = tf.tidy(() => {
-    const rows = outputs[0].squeeze([0]).transpose();          // [A, 4+nc]
-    const [cxcywh, classScores] = tf.split(rows, [4, rows.shape[1] - 4], 1);
-    const [cx, cy, w, h] = tf.split(cxcywh, 4, 1);
+  const mask = classMask(options, nc);
+  const [rows, boxes, best, bestClass, nmsBoxes] = tf.tidy(() => {
+    const rows = head.squeeze([0]).transpose();                // [A, 4+nc+extra]
+    const classScores = rows.slice([0, 4], [-1, nc]);
+    const [cx, cy, w, h] = tf.split(rows.slice([0, 0], [-1, 4]), 4, 1);
     const xyxy = tf.concat([cx.sub(w.div(2)), cy.sub(h.div(2)), cx.add(w.div(2)), cy.add(h.div(2))], 1);
     const cls = classScores.argMax(1);
     // Per-class NMS in one call: shift each class's boxes far apart so they never overlap.
@@ -68,19 +75,129 @@ async function decodeRaw(manifest, outputs, frame, options) {
     const scores = mask ? tf.where(tf.gather(tf.tensor1d(mask), cls).cast('bool'), classScores.max(1),
                                    tf.fill([rows.shape[0]], -Infinity)) : classScores.max(1);
     // NMS wants y1,x1,y2,x2.
-    return [xyxy, scores, cls, tf.gather(xyxy.add(shift), [1, 0, 3, 2], 1)];
+    return [rows, xyxy, scores, cls, tf.gather(xyxy.add(shift), [1, 0, 3, 2], 1)];
   });
   let kept;
-  let idx, b, s, c;
   try {
     kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet, options.iou, options.score);
-    [idx, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
+    const [k, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
+    return {kept: Array.from(k), rows, boxes: b, best: s, bestClass: c};
+  } catch (error) {
+    rows.dispose();
+    throw error;
   } finally {
     tf.dispose([boxes, best, bestClass, nmsBoxes, kept].filter(Boolean));
   }
-  return Array.from(idx, (i) => ({class_id: c[i], label: manifest.labels[c[i]], score: s[i],
-                                  box: toSourceBox(Array.from(b.subarray(i * 4, i * 4 + 4)), frame.transform,
-                                                   frame.width, frame.height)}));
+}
+
+function row(manifest, c, i, frame) {
+  return {class_id: c.bestClass[i], label: manifest.labels[c.bestClass[i]], score: c.best[i],
+          box: toSourceBox(Array.from(c.boxes.subarray(i * 4, i * 4 + 4)), frame.transform, frame.width, frame.height)};
+}
+
+function toSourcePoint([x, y], frame) {
+  const [sx, sy] = frame.transform.toSource(x, y);
+  return [Math.min(Math.max(sx, 0), frame.width), Math.min(Math.max(sy, 0), frame.height)];
+}
+
+async function decodeRaw(manifest, outputs, frame, options) {
+  const c = await rawCandidates(manifest, outputs[0], outputs[0].shape[1] - 4, options);
+  c.rows.dispose();
+  return c.kept.map((i) => row(manifest, c, i, frame));
+}
+
+// The rows of the kept anchors, from column `from` on: Float32Array [kept x (columns - from)].
+async function keptColumns(c, from) {
+  if (c.kept.length === 0) return new Float32Array(0);
+  const picked = tf.tidy(() => tf.gather(c.rows, c.kept).slice([0, from], [-1, -1]));
+  try {
+    return await picked.data();
+  } finally {
+    picked.dispose();
+  }
+}
+
+async function decodeSegment(manifest, outputs, frame, options) {
+  // head [1, 4+nc+nm, A] and prototypes [1, mh, mw, nm], told apart by rank
+  const head = outputs.find((t) => t.rank === 3);
+  const protos = outputs.find((t) => t.rank === 4);
+  const nc = manifest.labels.length;
+  const [, mh, mw, nm] = protos.shape;
+  const [, inH, inW] = manifest.input.shape;
+  const c = await rawCandidates(manifest, head, nc, options);
+  let logits = new Float32Array(0);
+  try {
+    if (c.kept.length) {
+      const product = tf.tidy(() => tf.gather(c.rows, c.kept).slice([0, 4 + nc], [-1, nm])
+        .matMul(protos.reshape([mh * mw, nm]), false, true));
+      try {
+        logits = await product.data();
+      } finally {
+        product.dispose();
+      }
+    }
+  } finally {
+    c.rows.dispose();
+  }
+  const found = [];
+  c.kept.forEach((i, n) => {
+    const m = instanceMask(logits.subarray(n * mh * mw, (n + 1) * mh * mw), mh, mw,
+                           Array.from(c.boxes.subarray(i * 4, i * 4 + 4)), [inW, inH]);
+    if (!m.mask.includes(1)) return;   // an empty mask: Ultralytics drops the instance
+    found.push({...row(manifest, c, i, frame),
+                polygons: outlines(m.mask, m.rows, m.cols, [m.left, m.top])
+                  .map((loop) => loop.map((p) => toSourcePoint(p, frame)))});
+  });
+  return found;
+}
+
+async function decodePose(manifest, outputs, frame, options) {
+  const nc = manifest.labels.length;
+  const [k, d] = manifest.kpt_shape;
+  const c = await rawCandidates(manifest, outputs[0], nc, options);
+  let points;
+  try {
+    points = await keptColumns(c, 4 + nc);
+  } finally {
+    c.rows.dispose();
+  }
+  const width = outputs[0].shape[1] - 4 - nc;
+  return c.kept.map((i, n) => ({...row(manifest, c, i, frame), keypoints: Array.from({length: k}, (_, j) => {
+    const at = n * width + j * d;
+    return [...toSourcePoint([points[at], points[at + 1]], frame), d === 3 ? points[at + 2] : 1];
+  })}));
+}
+
+async function decodeObb(manifest, outputs, frame, options) {
+  // [1, 4+nc+1, A]: cx, cy, w, h, class scores, angle; everything after the read in plain JS
+  const agnostic = (manifest.nms || {}).agnostic !== false;
+  const [, channels, anchors] = outputs[0].shape;
+  const nc = channels - 5;
+  const data = await outputs[0].data();
+  const at = (ch, a) => data[ch * anchors + a];
+  const candidates = [];
+  for (let a = 0; a < anchors; a++) {
+    let best = -Infinity;
+    let cls = 0;
+    for (let j = 0; j < nc; j++) if (at(4 + j, a) > best) { best = at(4 + j, a); cls = j; }
+    if (best > Math.fround(options.score) && wanted(options, cls)) candidates.push({a, best, cls});
+  }
+  const boxes = candidates.map(({a, cls}) => {
+    const shift = agnostic ? 0 : cls * 4096;
+    return [at(0, a) + shift, at(1, a) + shift, at(2, a), at(3, a), at(channels - 1, a)];
+  });
+  const kept = fastNms(boxes, candidates.map((x) => x.best), options.iou).slice(0, options.maxDet);
+  return kept.map((n) => {
+    const {a, best, cls} = candidates[n];
+    const box = regularize([at(0, a), at(1, a), at(2, a), at(3, a), at(channels - 1, a)]);
+    const points = corners(box).map(([x, y]) => frame.transform.toSource(x, y));   // not clamped, as Ultralytics
+    const xs = points.map((p) => p[0]);
+    const ys = points.map((p) => p[1]);
+    const clamp = (v, hi) => Math.min(Math.max(v, 0), hi);
+    return {class_id: cls, label: manifest.labels[cls], score: best, corners: points, angle: box[4],
+            box: [clamp(Math.min(...xs), frame.width), clamp(Math.min(...ys), frame.height),
+                  clamp(Math.max(...xs), frame.width), clamp(Math.max(...ys), frame.height)]};
+  });
 }
 
 export async function decode(manifest, outputs, frame, options) {
@@ -88,5 +205,8 @@ export async function decode(manifest, outputs, frame, options) {
   options = {...options, classes: options.classes ? new Set(options.classes) : null};  // a Set or an array
   if (format === 'nms') return decodeNms(manifest, outputs, frame, options);
   if (format === 'yolo-raw') return decodeRaw(manifest, outputs, frame, options);
+  if (format === 'yolo-seg') return decodeSegment(manifest, outputs, frame, options);
+  if (format === 'yolo-pose') return decodePose(manifest, outputs, frame, options);
+  if (format === 'yolo-obb') return decodeObb(manifest, outputs, frame, options);
   throw new Error(`unknown detector output format ${format}`);
 }
