@@ -67,6 +67,23 @@ def built_model(models_dir):
 
 
 @pytest.fixture(scope="session")
+def trained_scenes(models_dir):
+    """trained_scenes(task) -> a checkpoint of ``task`` trained on synthetic scenes
+    (converters/scenes), trained once per models folder (minutes: tests using it are slow)."""
+    from filelock import FileLock
+
+    from converters.scenes import train
+
+    def trained(task: str) -> Path:
+        folder = models_dir / ".scenes"
+        folder.mkdir(exist_ok=True)
+        with FileLock(folder / f"{task}.lock"):
+            return train.train(task, folder)
+
+    return trained
+
+
+@pytest.fixture(scope="session")
 def api_models(built_model) -> dict[str, Path]:
     """{model id: folder} of what the server tests serve (what could be built here), all in
     one models folder."""
