@@ -24,6 +24,7 @@ from modelcontract.hands import DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS
 from . import limits as request_limits
 
 NUMBER_01 = {"type": "number", "minimum": 0, "maximum": 1}
+POINT = {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}
 
 
 def _error(description: str) -> dict:
@@ -146,7 +147,18 @@ SCHEMAS = {
     "Detection": {
         "type": "object", "required": ["class_id", "label", "score", "box"], "additionalProperties": False,
         "properties": {"class_id": {"type": "integer", "minimum": 0}, "label": {"type": "string"},
-                       "score": NUMBER_01, "box": {"$ref": "#/components/schemas/Box"}},
+                       "score": NUMBER_01, "box": {"$ref": "#/components/schemas/Box"},
+                       "polygons": {"type": "array", "items": {"type": "array", "items": POINT},
+                                    "description": "segmentation models: the instance mask's outline in source "
+                                                   "pixels, one polygon per connected part (pixel corners)"},
+                       "keypoints": {"type": "array", "items": {"type": "array", "items": {"type": "number"},
+                                                                "minItems": 3, "maxItems": 3},
+                                     "description": "pose models: x, y (source pixels) and visibility (0-1; 1 where "
+                                                    "the model gives none), in the model's keypoint order"},
+                       "corners": {"type": "array", "items": POINT, "minItems": 4, "maxItems": 4,
+                                   "description": "OBB models: the rotated box's corners in source pixels (not "
+                                                  "clamped); `box` is their bounding box"},
+                       "angle": {"type": "number", "minimum": 0, "description": "OBB models: radians, [0, pi/2)"}},
     },
     "DetectResult": {
         "type": "object", "required": ["model", "image", "detections", "timing_ms"], "additionalProperties": False,

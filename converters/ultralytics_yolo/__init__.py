@@ -43,9 +43,13 @@ SUMMARY = "Ultralytics 8.x detector (YOLO11/YOLOv8/YOLOv5u) via its own TF.js ex
 DEFAULT_URL = "https://github.com/ultralytics/assets/releases/download/v8.3.0/yolo11n.pt"
 LICENCE = sources.licence("AGPL-3.0", "https://github.com/ultralytics/ultralytics/blob/main/LICENSE")
 DEFAULT_YAML = "yolo11n.yaml"
-KIND = "Ultralytics 8.x detection checkpoint"
-EXPECTED = ("expected an Ultralytics 8.x detection checkpoint (a pickled ultralytics.nn.tasks.DetectionModel), "
-            "e.g. yolo11n.pt, yolov8n.pt or yolov5nu.pt")
+KIND = "Ultralytics 8.x checkpoint (detect, segment, pose or OBB)"
+# The model classes (ultralytics.nn.tasks) and YAML heads taken; classification is not yet.
+MODEL_CLASSES = ("DetectionModel", "SegmentationModel", "PoseModel", "OBBModel")
+HEADS = ("Detect", "Segment", "Pose", "OBB")
+EXPECTED = ("expected an Ultralytics 8.x checkpoint of a detection, segmentation, pose or OBB model "
+            "(a pickled ultralytics.nn.tasks " + ", ".join(MODEL_CLASSES) + "), e.g. yolo11n.pt, yolov8n-seg.pt, "
+            "yolo11n-pose.pt or yolo11n-obb.pt")
 IMGSZ = 640  # the default input side; --imgsz builds another (IMGSZ_STEP multiples) beside it
 IMGSZ_STEP = 32  # the largest stride of the Detect head
 # Decoding defaults for the page (ultralytics' predict defaults, fewer boxes).
@@ -82,9 +86,9 @@ def _check_detect_yaml(path: Path, label: str) -> None:
     except Exception as exc:  # unreadable or not a model yaml
         raise ConverterError(f"{label} is not an Ultralytics model yaml ({exc.__class__.__name__})",
                              "pass e.g. --weights yolov8n.yaml or a model .yaml file") from None
-    if head != "Detect":
-        raise ConverterError(f"{label} builds a {head} head; this converter handles detection (Detect) models",
-                             "pass a detection architecture, e.g. --weights yolo11n.yaml")
+    if head not in HEADS:
+        raise ConverterError(f"{label} builds a {head} head; this converter handles {', '.join(HEADS)} heads",
+                             "pass e.g. --weights yolo11n.yaml, yolo11n-seg.yaml, yolo11n-pose.yaml or yolo11n-obb.yaml")
 
 
 def resolve_source(weights: str | None) -> sources.Source:
@@ -118,11 +122,11 @@ def resolve_source(weights: str | None) -> sources.Source:
     if "models.yolo Model" in names:
         raise ConverterError(f"{source.path.name} is a classic anchor-based yolov5 checkpoint; {EXPECTED}",
                              f"convert it with: python -m converters yolov5n --weights {source.path}")
-    if "ultralytics.nn.tasks DetectionModel" not in names:
+    if not any(f"ultralytics.nn.tasks {cls}" in names for cls in MODEL_CLASSES):
         other = sorted(n.split(" ")[1] for n in names if n.startswith("ultralytics.nn.tasks "))
-        raise ConverterError(f"{source.path.name} is not an Ultralytics detection checkpoint "
-                             f"({', '.join(other) or 'no ultralytics model inside'}); {EXPECTED}",
-                             "pass a detection .pt such as yolo11n.pt or yolov8n.pt with --weights PATH")
+        raise ConverterError(f"{source.path.name} is not an Ultralytics detection, segmentation, pose or OBB "
+                             f"checkpoint ({', '.join(other) or 'no ultralytics model inside'}); {EXPECTED}",
+                             "pass such a .pt (e.g. yolo11n.pt, yolo11n-seg.pt) with --weights PATH")
     source.licence = sources.user_licence(KIND)
     return source
 
@@ -146,18 +150,33 @@ class Loaded(stages.Loaded):
 
 @dataclass
 class Exported(stages.Exported):
-    result: dict                # the child's result.json (files written, architecture, names)
-    reference: np.ndarray       # PyTorch's raw head on x (fp32)
-    exact: np.ndarray           # the same in float64
-    agreement_reference: dict   # photo -> PyTorch's raw head at the default size (other sizes only)
-    answer: tuple               # (answer-check input, PyTorch's raw head on it)
+    result: dict                # the child's result.json (files written, architecture, names, task)
+    reference: dict             # PyTorch's outputs on x (fp32) by role: "head" (+ "prototypes")
+    exact: dict                 # the same in float64
+    agreement_reference: dict   # photo -> PyTorch's outputs at the default size (other sizes only)
+    answer: tuple               # (answer-check input, PyTorch's outputs on it)
     input_name: str             # the TF.js graph's input
-    output_name: str            # and its one output
+    output_names: dict          # role -> the TF.js graph's output of that role
 
 
 @dataclass
 class Verified(stages.DetectorVerified):
-    tfjs_out: np.ndarray        # the TF.js raw head on x
+    tfjs_out: dict              # the TF.js outputs on x, by role
+
+
+# The manifest's outputs.format per Ultralytics task (modelcontract/decode.py reads each).
+FORMATS = {"detect": "yolo-raw", "segment": "yolo-seg", "pose": "yolo-pose", "obb": "yolo-obb"}
+ROLE_OF_RANK = {3: "head", 4: "prototypes"}
+
+
+def _roles(named: dict) -> dict:
+    """Outputs by name -> by role (a segmentation graph's two outputs differ in rank)."""
+    return {ROLE_OF_RANK[np.ndim(v)]: np.asarray(v) for v in named.values()}
+
+
+def _load_roles(path: str) -> dict:
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
 
 
 def build(ctx) -> dict:
@@ -179,10 +198,10 @@ def load(ctx) -> Loaded:
     weights = str(shutil.copy(source.path, folder / source.path.name)) if source.path is not None \
         else source.extra["architecture"]
     request = {"weights": weights, "imgsz": ctx.imgsz, "quantize": ctx.quantize,
-               "input": str(folder / "input.npy"), "reference": str(folder / "reference.npy"),
-               "reference_fp64": str(folder / "reference_fp64.npy"),
+               "input": str(folder / "input.npy"), "reference": str(folder / "reference.npz"),
+               "reference_fp64": str(folder / "reference_fp64.npz"),
                "calibration": str(folder / "calibration.npy"), "result": str(folder / "result.json"),
-               "answer_input": str(folder / "answer-input.npy"), "answer_reference": str(folder / "answer.npy"),
+               "answer_input": str(folder / "answer-input.npy"), "answer_reference": str(folder / "answer.npz"),
                "agreement": {}}
     np.save(request["input"], x)
     np.save(request["answer_input"], answers.model_input(spec))
@@ -191,7 +210,7 @@ def load(ctx) -> Loaded:
     if ctx.imgsz != IMGSZ:
         for photo in detections.AGREEMENT_PHOTOS:
             paths = {"input": str(folder / f"agreement-{photo}.npy"),
-                     "reference": str(folder / f"agreement-{photo}-reference.npy")}
+                     "reference": str(folder / f"agreement-{photo}-reference.npz")}
             np.save(paths["input"], prepare(sources.load_photo(photo), INPUT)[0])
             request["agreement"][photo] = paths
     return Loaded(tmp=tmp, request=request, spec=spec, x=x)
@@ -208,74 +227,108 @@ def export(ctx, loaded: Loaded) -> Exported:
             if f.name == "model.json" or f.suffix == ".bin":
                 shutil.copy(f, ctx.workdir / "tfjs" / f.name)
         shutil.copy(result["tflite"], ctx.workdir / "model.tflite")
-        reference = np.load(request["reference"])
-        exact = np.load(request["reference_fp64"])
-        agreement_reference = {photo: np.load(paths["reference"]) for photo, paths in request["agreement"].items()}
-        answer = (np.load(request["answer_input"]), np.load(request["answer_reference"]))
+        reference = _load_roles(request["reference"])
+        exact = _load_roles(request["reference_fp64"])
+        agreement_reference = {photo: _load_roles(paths["reference"]) for photo, paths in request["agreement"].items()}
+        answer = (np.load(request["answer_input"]), _load_roles(request["answer_reference"]))
     finally:
         loaded.tmp.cleanup()
     model_json = json.loads((ctx.workdir / "tfjs" / "model.json").read_text())
     sig = tfjs.graph_signature(model_json)
+    # The export's outputs in order (output0, output1): the head, then a segmentation model's
+    # prototypes; verify() checks each against PyTorch's output of that role.
+    ordered = sorted(sig["outputs"], key=lambda o: o["key"])
+    output_names = {role: o["name"] for role, o in zip(("head", "prototypes"), ordered)} if ordered \
+        else {"head": "Identity"}
+    if set(output_names) != set(reference):
+        raise ConverterError(f"the exported graph's outputs ({', '.join(sorted(output_names))}) are not "
+                             f"the model's ({', '.join(sorted(reference))})", "report this with the log above")
     return Exported(
         result=result, reference=reference, exact=exact, agreement_reference=agreement_reference, answer=answer,
-        input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json),
-        output_name=sig["outputs"][0]["name"] if sig["outputs"] else "Identity")
+        input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json), output_names=output_names)
+
+
+def compare_roles(reference: dict, candidate: dict) -> dict:
+    """parity.compare per output role; "relative" and "max_abs" are the worst role's."""
+    per_role = {role: parity.compare(reference[role], candidate[role]) for role in reference}
+    worst = max(per_role.values(), key=lambda c: c["relative"])
+    return {**worst, **({"outputs": per_role} if len(per_role) > 1 else {})}
 
 
 def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
-    """The raw head, TF.js and LiteRT, against PyTorch on bus.jpg; for a size other than 640,
-    the agreement with the same weights at 640."""
-    reference, out_name = exported.reference, exported.output_name
+    """The raw head (and prototypes), TF.js and LiteRT, against PyTorch on bus.jpg; for a size
+    other than 640, the agreement with the same weights at 640."""
+    reference, names = exported.reference, exported.output_names
 
     def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
-        got = tfjs_out[out_name]
-        server = parity.compare(reference, next(iter(litert_out.values())))
+        got = _roles(tfjs_out)
+        server = compare_roles(reference, _roles(litert_out))
+        head, got_head = reference["head"], got["head"]
         return stages.Comparison(
-            tfjs={**parity.compare(reference, got),
-                  "boxes_max_abs_px": parity.compare(reference[:, :4], got[:, :4])["max_abs"],
-                  "scores_max_abs": parity.compare(reference[:, 4:], got[:, 4:])["max_abs"]},
+            tfjs={**compare_roles(reference, got),
+                  "boxes_max_abs_px": parity.compare(head[:, :4], got_head[:, :4])["max_abs"],
+                  "scores_max_abs": parity.compare(head[:, 4:], got_head[:, 4:])["max_abs"]},
             server=server, server_ok=server["relative"] <= parity.TARGETS["none"])  # the .tflite is fp32
 
     checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
                            inputs={exported.input_name: loaded.x}, litert_inputs=[loaded.x],
-                           tfjs_outputs=[out_name], compare=compare)
-    tfjs_out = checked.outputs["tfjs"][out_name]
+                           tfjs_outputs=list(names.values()), compare=compare)
+    tfjs_out = _roles(checked.outputs["tfjs"])
     agreement = None
     if ctx.imgsz != IMGSZ:
-        agreement = agreement_with_default_size(ctx, exported.agreement_reference)
+        agreement = agreement_with_default_size(ctx, exported)
         ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the {IMGSZ}-px detections "
                 f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
     return Verified(checked=checked, agreement=agreement, tfjs_out=tfjs_out)
 
 
-def agreement_with_default_size(ctx, reference_raw: dict) -> dict:
+def decoding_manifest(result: dict, imgsz: int) -> dict:
+    """What modelcontract.decode needs of the manifest to read this model's outputs."""
+    return {"outputs": {"format": FORMATS[result["task"]]}, "labels": result["names"],
+            "input": {"shape": [1, imgsz, imgsz, 3]}, "nms": {"agnostic": PAGE_NMS["agnostic"]},
+            **({"kpt_shape": result["kpt_shape"]} if result.get("kpt_shape") else {})}
+
+
+def agreement_with_default_size(ctx, exported: Exported) -> dict:
     """Detections of this build (LiteRT) against the same weights' at 640 (PyTorch), both
     decoded as the page decodes them (PAGE_NMS), boxes in photo pixels."""
-    from modelcontract.decode import DetectOptions, decode_raw
+    from modelcontract.decode import DetectOptions, decode_detections
     from modelcontract.geometry import prepare
 
     opts = DetectOptions(score=PAGE_NMS["score"], iou=PAGE_NMS["iou"], max_det=PAGE_NMS["max_det"])
 
-    def decoded(raw, transform, image) -> dict:
-        rows = decode_raw(raw, [], transform, image.shape[1], image.shape[0], opts, agnostic=PAGE_NMS["agnostic"])
+    def decoded(outputs: dict, imgsz: int, transform, image) -> dict:
+        manifest = decoding_manifest(exported.result, imgsz)
+        rows = decode_detections(manifest["outputs"]["format"], outputs, manifest, transform,
+                                 image.shape[1], image.shape[0], opts)
         return {"boxes": np.array([r["box"] for r in rows]).reshape(-1, 4),
                 "scores": np.array([r["score"] for r in rows]), "classes": np.array([r["class_id"] for r in rows])}
 
     reference, candidate = {}, {}
-    for photo, raw in reference_raw.items():
+    for photo, outputs in exported.agreement_reference.items():
         image = sources.load_photo(photo)
-        reference[photo] = decoded(raw, prepare(image, INPUT)[1], image)
+        reference[photo] = decoded(outputs, IMGSZ, prepare(image, INPUT)[1], image)
         x, transform = prepare(image, input_spec(ctx.imgsz))
         out = tflite.run_tflite(ctx.workdir / "model.tflite", [x])
-        candidate[photo] = decoded(next(iter(out.values())), transform, image)
+        candidate[photo] = decoded(_roles(out), ctx.imgsz, transform, image)
     return detections.agreement(reference, candidate, f"{NAME} at {IMGSZ} px (PyTorch, same weights)",
                                 IMGSZ, runtime="litert")
+
+
+MEANINGS = {
+    "head": "rows 0-3: cx, cy, w, h in model-input pixels; rows 4..4+nc: class scores after sigmoid; "
+            "then per task: nm mask coefficients (segment), k keypoints x, y[, visibility after sigmoid] in "
+            "model-input pixels (pose), the angle in radians (obb); one column per anchor point",
+    "prototypes": "mask prototypes [1, input/4, input/4, nm] (NHWC): an instance's mask logits are its "
+                  "coefficients times these",
+}
 
 
 def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dict:
     from importlib import metadata
 
     result, reference, checked = exported.result, exported.reference, verified.checked
+    names = exported.output_names
     nc = result["nc"]
     labels = result["names"]
     if labels == [f"class{i}" for i in range(nc)] or labels == [str(i) for i in range(nc)]:
@@ -283,16 +336,17 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
     stem = Path(result["yaml"] or "yolo").stem
     fields = {
         "title": f"Ultralytics {stem} (raw head, NMS in page)" + ("" if ctx.imgsz == IMGSZ else f", {ctx.imgsz} px"),
+        "ultralytics_task": result["task"],
         "input": {"name": exported.input_name, **loaded.spec},
         "outputs": {
-            "format": "yolo-raw",
-            "tensors": [{"name": exported.output_name, "shape": list(reference.shape), "dtype": "float32",
-                         "meaning": "rows 0-3: cx, cy, w, h in model-input pixels; rows 4..: class scores "
-                                    "after sigmoid; one column per anchor point"}],
+            "format": FORMATS[result["task"]],
+            "tensors": [{"name": names[role], "role": role, "shape": list(reference[role].shape), "dtype": "float32",
+                         "meaning": MEANINGS[role]} for role in ("head", "prototypes") if role in names],
             "execute": "execute",
         },
         "nms": {**PAGE_NMS, "where": "page"},
         "labels": labels,
+        **({"kpt_shape": result["kpt_shape"]} if result.get("kpt_shape") else {}),
         "tfjs": {"model": "tfjs/model.json"},
         "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
                    "note": "the fp32 .tflite written by the same ultralytics export"},
@@ -304,16 +358,16 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
             "server": checked.server,
             # the same PyTorch network in float64 vs float32: the share of any figure above that
             # is plain fp32 rounding, not conversion
-            "pytorch_fp32_vs_fp64": parity.compare(exported.exact, reference),
-            "tfjs_vs_fp64": parity.compare(exported.exact, verified.tfjs_out),
+            "pytorch_fp32_vs_fp64": compare_roles(exported.exact, reference),
+            "tfjs_vs_fp64": compare_roles(exported.exact, verified.tfjs_out),
             "target_relative": checked.target,
             "passed": checked.passed,
         },
         "speed": checked.speed,
         "answer_check": stages.answer_check(ctx, {"model": stages.AnswerPart(
-            reference={exported.output_name: exported.answer[1]}, tfjs_model="tfjs/model.json",
-            inputs={exported.input_name: exported.answer[0]}, tfjs_outputs=[exported.output_name],
-            roles=lambda out: {exported.output_name: out[exported.output_name]})},
+            reference={names[role]: value for role, value in exported.answer[1].items()},
+            tfjs_model="tfjs/model.json", inputs={exported.input_name: exported.answer[0]},
+            tfjs_outputs=list(names.values()), roles=lambda out: {name: out[name] for name in names.values()})},
             f"PyTorch {metadata.version('torch')} (ultralytics)"),
     }
     if verified.agreement is not None:

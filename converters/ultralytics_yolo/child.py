@@ -79,13 +79,16 @@ def main(request_file: str) -> None:
 
     import torch
     from ultralytics import YOLO
-    from ultralytics.nn.tasks import DetectionModel
+    from ultralytics.nn import tasks
 
     torch.manual_seed(RANDOM_SEED)
-    yolo = YOLO(request["weights"], task="detect")
+    yolo = YOLO(request["weights"])
     model = yolo.model
-    if type(model) is not DetectionModel:
-        raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not a DetectionModel")
+    kinds = {tasks.DetectionModel: "detect", tasks.SegmentationModel: "segment", tasks.PoseModel: "pose",
+             tasks.OBBModel: "obb"}
+    if type(model) not in kinds:
+        raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not one of "
+                         f"{', '.join(k.__name__ for k in kinds)}")
     if getattr(model, "end2end", False):
         model.end2end = False  # NMS-free heads: export the one-to-many raw head instead
     x = np.load(request["input"])
@@ -97,24 +100,25 @@ def main(request_file: str) -> None:
             torch.nn.init.zeros_(branch[-1].bias)
         calibrate_batchnorm(model, np.load(request["calibration"]))
     model.eval()
-    with torch.no_grad():
-        y = model(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous())
-    y = (y[0] if isinstance(y, (list, tuple)) else y).numpy()
-    np.save(request["reference"], y)
+
+    def head_outputs(net, x_nhwc) -> dict:
+        """The raw head (and a segmentation model's prototypes, NHWC as the TF graph has them)."""
+        with torch.no_grad():
+            y = net(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous())
+        y = y[0] if isinstance(y, (list, tuple)) else y
+        if isinstance(y, (list, tuple)):  # Segment: [head, prototypes NCHW]
+            return {"head": y[0].numpy(), "prototypes": y[1].permute(0, 2, 3, 1).numpy()}
+        return {"head": y.numpy()}
+
+    np.savez(request["reference"], **head_outputs(model, x))
     # The answer check's pattern (modelcontract.answers) through the same network.
-    with torch.no_grad():
-        y = model(torch.from_numpy(np.load(request["answer_input"])).permute(0, 3, 1, 2).contiguous())
-    np.save(request["answer_reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
+    np.savez(request["answer_reference"], **head_outputs(model, np.load(request["answer_input"])))
     # The same weights at the default size, for the agreement of another size with it.
     for paths in request["agreement"].values():
-        with torch.no_grad():
-            y = model(torch.from_numpy(np.load(paths["input"])).permute(0, 3, 1, 2).contiguous())
-        np.save(paths["reference"], (y[0] if isinstance(y, (list, tuple)) else y).numpy())
+        np.savez(paths["reference"], **head_outputs(model, np.load(paths["input"])))
     # The same network in float64: how far fp32 arithmetic alone lands from the exact result
     # (context for the parity figure; the model itself stays fp32).
-    with torch.no_grad():
-        y64 = copy.deepcopy(model).double()(torch.from_numpy(x).permute(0, 3, 1, 2).contiguous().double())
-    np.save(request["reference_fp64"], (y64[0] if isinstance(y64, (list, tuple)) else y64).numpy())
+    np.savez(request["reference_fp64"], **head_outputs(copy.deepcopy(model).double(), x.astype(np.float64)))
 
     # pb2tfjs imports tensorflowjs in this process too: same stand-ins as the CLI wrapper
     from converters import tfjs
@@ -145,6 +149,8 @@ def main(request_file: str) -> None:
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "yaml": model.yaml.get("yaml_file"),
         "head": type(model.model[-1]).__name__,
+        "task": kinds[type(model)],
+        "kpt_shape": list(getattr(model.model[-1], "kpt_shape", None) or []) or None,
         "export_seconds": round(seconds, 1),
     }))
 

@@ -379,10 +379,11 @@ def test_yolo_float16_variant(built_model):
 
 
 @pytest.mark.parametrize("weights, needles", [
-    ("yolov8n-seg.yaml", ("Segment head", "Detect")),
+    ("yolov8n-cls.yaml", ("Classify head", "Detect, Segment, Pose, OBB")),
+    ("rtdetr-l.yaml", ("RTDETRDecoder head", "Detect, Segment, Pose, OBB")),
     ("nosuchmodel.yaml", ("neither a file nor an architecture",)),
 ])
-def test_yolo_rejects_non_detection_architectures(tmp_path, weights, needles):
+def test_yolo_rejects_other_architectures(tmp_path, weights, needles):
     proc = converter_cli("yolo", "--weights", weights, "--out", str(tmp_path))
     assert_clean_error(proc.returncode, proc.stderr, *needles)
 
