@@ -91,6 +91,12 @@ function renderResults(result, trackIds) {
     li.dataset.label = d.label;
     li.dataset.score = d.score.toFixed(4);
     li.dataset.box = d.box.map((v) => v.toFixed(1)).join(',');
+    // A YOLO task's extras, points as "x,y" joined by ";" (polygons by "|")
+    const points = (pts) => pts.map((p) => p.map((v) => +v.toFixed(2)).join(',')).join(';');
+    if (d.polygons) li.dataset.polygons = d.polygons.map(points).join('|');
+    if (d.keypoints) li.dataset.keypoints = points(d.keypoints);
+    if (d.corners) li.dataset.corners = points(d.corners);
+    if (d.angle != null) li.dataset.angle = d.angle.toFixed(5);
     li.textContent = `${id != null ? `#${id} ` : ''}${d.label} ${(d.score * 100).toFixed(0)}% — [${d.box.map((v) => Math.round(v)).join(', ')}]`;
     return li;
   }));

@@ -1,5 +1,6 @@
 // Drawing on the display canvas: the frame (mirrored for a selfie camera), boxes with
-// labels, hand keypoints and skeletons. Coordinates arrive in source pixels.
+// labels (and a YOLO task's masks, keypoints or rotated box), hand keypoints and skeletons.
+// Coordinates arrive in source pixels.
 
 export function classColor(classId) {
   // Golden-angle hues: neighbouring class ids get distinct colours.
@@ -33,7 +34,10 @@ export function drawBoxes(ctx, detections, mirrored) {
     const left = Math.min(viewX(x1, width, mirrored), viewX(x2, width, mirrored));
     const color = classColor(d.class_id);
     ctx.strokeStyle = color;
-    ctx.strokeRect(left, y1, x2 - x1, y2 - y1);
+    if (d.polygons) drawMask(ctx, d.polygons, color, mirrored);
+    if (d.corners) outline(ctx, d.corners, mirrored);   // the rotated box instead of its bounds
+    else ctx.strokeRect(left, y1, x2 - x1, y2 - y1);
+    if (d.keypoints) drawKeypoints(ctx, d.keypoints, color, mirrored);
     const text = `${d.label} ${(d.score * 100).toFixed(0)}%`;
     const textW = ctx.measureText(text).width + 8;
     const textH = parseInt(ctx.font, 10) + 6;
@@ -42,6 +46,61 @@ export function drawBoxes(ctx, detections, mirrored) {
     ctx.fillRect(left - lineWidth / 2, top, textW, textH);
     ctx.fillStyle = '#fff';
     ctx.fillText(text, left + 4 - lineWidth / 2, top + 3);
+  }
+}
+
+function outline(ctx, points, mirrored) {
+  const width = ctx.canvas.width;
+  ctx.beginPath();
+  points.forEach(([x, y], i) => (i ? ctx.lineTo : ctx.moveTo).call(ctx, viewX(x, width, mirrored), y));
+  ctx.closePath();
+  ctx.stroke();
+}
+
+// An instance mask: its outline polygons filled translucent in the class colour, then stroked.
+function drawMask(ctx, polygons, color, mirrored) {
+  const width = ctx.canvas.width;
+  const path = new Path2D();
+  for (const polygon of polygons) {
+    polygon.forEach(([x, y], i) => (i ? path.lineTo(viewX(x, width, mirrored), y)
+                                      : path.moveTo(viewX(x, width, mirrored), y)));
+    path.closePath();
+  }
+  ctx.save();
+  ctx.globalAlpha = 0.35;
+  ctx.fillStyle = color;
+  ctx.fill(path);
+  ctx.restore();
+  ctx.stroke(path);
+}
+
+// COCO's 17 keypoints (nose, eyes, ears, shoulders, elbows, wrists, hips, knees, ankles).
+const COCO_SKELETON = [[15, 13], [13, 11], [16, 14], [14, 12], [11, 12], [5, 11], [6, 12], [5, 6], [5, 7],
+  [6, 8], [7, 9], [8, 10], [1, 2], [0, 1], [0, 2], [1, 3], [2, 4], [3, 5], [4, 6]];
+const KEYPOINT_SHOWN = 0.5;   // Ultralytics' plotting threshold on a keypoint's visibility
+
+// Pose keypoints [x, y, visibility]: the visible ones as dots, COCO's skeleton between them
+// when there are 17.
+function drawKeypoints(ctx, keypoints, color, mirrored) {
+  const width = ctx.canvas.width;
+  const shown = keypoints.map(([x, y, v]) => (v >= KEYPOINT_SHOWN ? [viewX(x, width, mirrored), y] : null));
+  if (keypoints.length === 17) {
+    for (const [a, b] of COCO_SKELETON) {
+      if (!shown[a] || !shown[b]) continue;
+      ctx.beginPath();
+      ctx.moveTo(...shown[a]);
+      ctx.lineTo(...shown[b]);
+      ctx.stroke();
+    }
+  }
+  const r = Math.max(3, Math.round(width / 200));
+  ctx.fillStyle = '#fff';
+  for (const p of shown) {
+    if (!p) continue;
+    ctx.beginPath();
+    ctx.arc(p[0], p[1], r, 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.stroke();
   }
 }
 
