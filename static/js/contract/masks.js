@@ -1,5 +1,5 @@
 // Instance masks of a YOLO segmentation head, as Ultralytics' process_mask makes them; the twin
-// of modelcontract/masks.py (tests/unit/test_masks_twin.py holds the two together):
+// of modelcontract/masks.py (tests/unit/test_task_decode_twin.py holds the two together):
 // logits = coefficients @ prototypes (done on the backend, decode.js), zeroed outside the box
 // at the prototypes' resolution (rounded half to even, as torch), upsampled bilinearly to the
 // model input over the box's window only, and > 0. outlines() traces each 4-connected part's

@@ -1,0 +1,69 @@
+"""/detect on segment, pose and OBB models trained here (converters/scenes), converted at
+their training size: a held-out scene picked as an image gives, on TF.js WASM, the API's
+answer on the same file (LiteRT): the same classes and boxes, mask outlines covering the
+same pixels, the same keypoints and rotated corners. Slow: training takes minutes."""
+from __future__ import annotations
+
+import os
+
+import cv2
+import numpy as np
+import pytest
+import requests
+
+from converters.scenes import dataset, train
+from harness.browser import CHROMIUM, open_ready, screenshot
+from harness.servers import serving
+from harness.ultralytics_reference import mask_iou, polygons_mask
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
+
+TASKS = ("segment", "pose", "obb")
+SEED = 700_003  # a held-out scene with several objects
+
+ROWS = """() => Array.from(document.querySelectorAll('#results li')).map(li => {
+  const points = (s) => s.split(';').map((p) => p.split(',').map(Number));
+  return {class_id: +li.dataset.classId, box: li.dataset.box.split(',').map(Number),
+          polygons: li.dataset.polygons ? li.dataset.polygons.split('|').map(points) : null,
+          keypoints: li.dataset.keypoints ? points(li.dataset.keypoints) : null,
+          corners: li.dataset.corners ? points(li.dataset.corners) : null};
+})"""
+
+
+@pytest.fixture(scope="module")
+def builds(trained_scenes, built_model):
+    """task -> the trained model converted at its training size (each in a folder of its own:
+    all three are yolo-160)."""
+    return {task: built_model("yolo", weights=str(trained_scenes(task)), imgsz=train.DEFAULTS[task]["imgsz"])
+            for task in TASKS}
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_page_shows_the_apis_answer(browser, builds, task, tmp_path):
+    folder = builds[task]
+    image, _ = dataset.scene(task, SEED, train.SCENE_SIZE[task])
+    path = tmp_path / f"{task}.png"
+    cv2.imwrite(str(path), image[:, :, ::-1])
+    with serving(folder.parent) as url:
+        with open(path, "rb") as f:
+            api = requests.post(f"{url}/api/v1/detect?model={folder.name}", files={"image": f}, timeout=60).json()
+        context, page, log = open_ready(browser, f"{url}/detect?model={folder.name}&backend=wasm&camera=0")
+        page.set_input_files("#image-file", str(path))
+        page.wait_for_function("() => +(document.getElementById('results').dataset.frame || 0) >= 1",
+                               timeout=60_000)
+        rows = page.evaluate(ROWS)
+        screenshot(page, f"detect-yolo-{task}")
+        context.close()
+    assert log.console_errors == [] and log.outside_requests == []
+    expected = api["detections"]
+    assert len(expected) >= 1 and [r["class_id"] for r in rows] == [d["class_id"] for d in expected]
+    size = image.shape[1], image.shape[0]
+    for got, want in zip(rows, expected):
+        assert np.allclose(got["box"], want["box"], atol=0.5)
+        if task == "segment":
+            assert mask_iou(polygons_mask(got["polygons"], *size), polygons_mask(want["polygons"], *size)) >= 0.98
+        if task == "pose":
+            assert np.abs(np.asarray(got["keypoints"]) - np.asarray(want["keypoints"])).max() <= 0.5
+        if task == "obb":
+            assert np.abs(np.asarray(got["corners"]) - np.asarray(want["corners"])).max() <= 0.5
