@@ -115,7 +115,7 @@ def start_tracking(browser, base_url, backend):
 # Live tracking runs in make test-all only (a minute or more each, the clip's real time). On a
 # 2-core CI machine it shares the CPU with conversions: at 1 frame a second (5 clip frames) a
 # walker turning round outran its track's prediction and got a second ID (fresh-clone run on
-# 1be3e05), which says the machine was busy, not that the tracker broke. make test keeps the
+# b1b822e), which says the machine was busy, not that the tracker broke. make test keeps the
 # frame-by-frame file test below, the tracker's unit and twin tests and the API's /track.
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["litert-wasm", "wasm", "server"])
