@@ -63,7 +63,8 @@ def outlines(mask: np.ndarray, origin: tuple[int, int] = (0, 0)) -> list[list[li
     ``origin`` (left, top). Parts in the order of their first row, then column."""
     m = np.pad(np.asarray(mask, bool), 1)
     fg = m[1:-1, 1:-1]
-    ys, xs = np.nonzero(fg & ~m[:-2, 1:-1])  # pixels whose top side is a boundary: one per loop at least
+    tops = fg & ~m[:-2, 1:-1]
+    ys, xs = np.nonzero(tops)  # pixels whose top side is a boundary: one per loop at least
     # every boundary edge, directed with the part on its right (y grows downwards): start -> step
     edges: dict[tuple[int, int], list[tuple[int, int]]] = {}
 
@@ -71,7 +72,7 @@ def outlines(mask: np.ndarray, origin: tuple[int, int] = (0, 0)) -> list[list[li
         for y, x in zip(*np.nonzero(sel)):
             edges.setdefault((int(x) + dx0, int(y) + dy0), []).append(step)
 
-    add(fg & ~m[:-2, 1:-1], 0, 0, (1, 0))    # top: left to right
+    add(tops, 0, 0, (1, 0))                  # top: left to right
     add(fg & ~m[1:-1, 2:], 1, 0, (0, 1))     # right: downwards
     add(fg & ~m[2:, 1:-1], 1, 1, (-1, 0))    # bottom: right to left
     add(fg & ~m[1:-1, :-2], 0, 1, (0, -1))   # left: upwards
