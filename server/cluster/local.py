@@ -171,11 +171,13 @@ class LocalCluster:
                                          data=json.dumps(config).encode(),
                                          headers={"Content-Type": "application/json"})
         deadline = time.monotonic() + timeout
-        while True:  # the dashboard takes a few seconds to come up after `ray start --head`
+        # The dashboard takes a few seconds to come up after `ray start --head`, and on a busy
+        # machine a call can outlast its timeout: the PUT is idempotent, so it is sent again.
+        while True:
             try:
                 urllib.request.urlopen(request, timeout=30).read()
                 break
-            except (urllib.error.URLError, ConnectionError) as exc:
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"Serve's deploy API did not answer: {exc}") from None
                 time.sleep(1)
