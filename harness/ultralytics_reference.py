@@ -5,7 +5,8 @@ reads its settings from the environment at import time.
 
 ``answers(weights, images, imgsz, ...)`` -> one dict per image:
   "raw": the head's outputs on our input ([1, 4+nc+extra, A]; and "prototypes" [1, mh, mw, nm]
-         for segmentation), "transform" (our input -> source), and Ultralytics' results:
+         for segmentation; a classifier's probabilities [1, nc]), "transform" (our input ->
+         source), and Ultralytics' results:
   "boxes" [n, 4] xyxy source pixels, "scores", "classes"; "masks" [n, H, W] bool (source
   pixels); "keypoints" [n, k, 3]; "corners" [n, 4, 2]; "top5" [(class, probability)].
 """
@@ -69,8 +70,9 @@ def _child(request_file: str) -> None:
 
 
 def answers(weights: Path, images: list[Path], imgsz: int, conf: float = 0.25, iou: float = 0.7,
-            max_det: int = 100, agnostic: bool = False) -> list[dict]:
-    """See the module's docstring; the images are read as files (RGB photos or PNG scenes)."""
+            max_det: int = 100, agnostic: bool = False, task: str = "detect") -> list[dict]:
+    """See the module's docstring; the images are read as files (RGB photos or PNG scenes);
+    ``task``: the model's, for our input's preprocessing (a classifier's is a centre crop)."""
     import cv2
 
     from converters.ultralytics_yolo import input_spec
@@ -81,7 +83,7 @@ def answers(weights: Path, images: list[Path], imgsz: int, conf: float = 0.25, i
         inputs, transforms = [], []
         for i, image in enumerate(images):
             rgb = cv2.imread(str(image))[:, :, ::-1]
-            x, transform = prepare(np.ascontiguousarray(rgb), input_spec(imgsz))
+            x, transform = prepare(np.ascontiguousarray(rgb), input_spec(imgsz, task))
             np.save(folder / f"input{i}.npy", x)
             inputs.append(str(folder / f"input{i}.npy"))
             transforms.append(transform)

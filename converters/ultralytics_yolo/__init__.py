@@ -1,13 +1,16 @@
-"""yolo: any Ultralytics 8.x detection model (YOLOv5u, YOLOv8, YOLO11, ...) -> TF.js through
-the ultralytics package's own export, ``YOLO(...).export(format="tfjs", nms=False)``.
+"""yolo: any Ultralytics 8.x model (YOLOv5u, YOLOv8, YOLO11, ...) of the detect, segment, pose,
+OBB or classify task -> TF.js through the ultralytics package's own export,
+``YOLO(...).export(format="tfjs", nms=False)``.
 
-The graph ends at the raw head, [1, 4+nc, anchors] (cx, cy, w, h in input pixels, then
-class scores after sigmoid); the page decodes it and runs NMS ("outputs.format":
-"yolo-raw"). The server artifact is the fp32 .tflite the same export writes.
+A detector's graph ends at the raw head, [1, 4+nc, anchors] (cx, cy, w, h in input pixels,
+then class scores after sigmoid, then the task's columns); the page decodes it and runs NMS
+("outputs.format": "yolo-raw", "yolo-seg", "yolo-pose", "yolo-obb"). A classifier's gives
+its probabilities and pooled features ("probabilities"; the classify page opens it). The
+server artifact is the fp32 .tflite the same export writes.
 
 --weights:
   (default)         yolo11n.pt, downloaded from the Ultralytics release (online only)
-  PATH.pt           an Ultralytics 8.x detection checkpoint
+  PATH.pt           an Ultralytics 8.x checkpoint of any of the five tasks
   NAME.yaml / PATH  an Ultralytics architecture (bundled name such as yolov8n.yaml, or a
                     file) with random weights (seeded) -- what works offline
   none              yolo11n.yaml with random weights
@@ -43,13 +46,14 @@ SUMMARY = "Ultralytics 8.x detector (YOLO11/YOLOv8/YOLOv5u) via its own TF.js ex
 DEFAULT_URL = "https://github.com/ultralytics/assets/releases/download/v8.3.0/yolo11n.pt"
 LICENCE = sources.licence("AGPL-3.0", "https://github.com/ultralytics/ultralytics/blob/main/LICENSE")
 DEFAULT_YAML = "yolo11n.yaml"
-KIND = "Ultralytics 8.x checkpoint (detect, segment, pose or OBB)"
-# The model classes (ultralytics.nn.tasks) and YAML heads taken; classification is not yet.
-MODEL_CLASSES = ("DetectionModel", "SegmentationModel", "PoseModel", "OBBModel")
-HEADS = ("Detect", "Segment", "Pose", "OBB")
-EXPECTED = ("expected an Ultralytics 8.x checkpoint of a detection, segmentation, pose or OBB model "
-            "(a pickled ultralytics.nn.tasks " + ", ".join(MODEL_CLASSES) + "), e.g. yolo11n.pt, yolov8n-seg.pt, "
-            "yolo11n-pose.pt or yolo11n-obb.pt")
+KIND = "Ultralytics 8.x checkpoint (detect, segment, pose, OBB or classify)"
+# The task of each model class (ultralytics.nn.tasks) and YAML head taken.
+MODEL_CLASSES = {"DetectionModel": "detect", "SegmentationModel": "segment", "PoseModel": "pose",
+                 "OBBModel": "obb", "ClassificationModel": "classify"}
+HEADS = {"Detect": "detect", "Segment": "segment", "Pose": "pose", "OBB": "obb", "Classify": "classify"}
+EXPECTED = ("expected an Ultralytics 8.x checkpoint of a detection, segmentation, pose, OBB or classification "
+            "model (a pickled ultralytics.nn.tasks " + ", ".join(MODEL_CLASSES) + "), e.g. yolo11n.pt, "
+            "yolov8n-seg.pt, yolo11n-pose.pt, yolo11n-obb.pt or yolo11n-cls.pt")
 IMGSZ = 640  # the default input side; --imgsz builds another (IMGSZ_STEP multiples) beside it
 IMGSZ_STEP = 32  # the largest stride of the Detect head
 # Decoding defaults for the page (ultralytics' predict defaults, fewer boxes).
@@ -57,10 +61,14 @@ PAGE_NMS = {"iou": 0.7, "score": 0.25, "max_det": 100, "agnostic": False}
 
 
 
-def input_spec(imgsz: int = IMGSZ) -> dict:
+def input_spec(imgsz: int = IMGSZ, task: str = "detect") -> dict:
+    """Ultralytics' own preprocessing: a letterbox for the detectors; for a classifier,
+    classify_transforms' shorter side resized to imgsz and the centre crop (crop fraction 1)."""
+    resize = {"resize": "center-crop", "crop_fraction": 1.0} if task == "classify" \
+        else {"resize": "letterbox", "pad_value": 114}
     return {
         "shape": [1, imgsz, imgsz, 3], "layout": "NHWC", "dtype": "float32", "color": "RGB",
-        "range": [0.0, 1.0], "resize": "letterbox", "pad_value": 114,
+        "range": [0.0, 1.0], **resize,
         "scale": 1 / 255, "mean": [0.0, 0.0, 0.0], "std": [1.0, 1.0, 1.0],
     }
 
@@ -77,7 +85,8 @@ def _bundled_yaml(name: str) -> Path | None:
     return hits[0] if hits else None
 
 
-def _check_detect_yaml(path: Path, label: str) -> None:
+def _yaml_task(path: Path, label: str) -> str:
+    """The task of the model an architecture yaml builds (its last layer's head)."""
     import yaml
 
     try:
@@ -88,7 +97,9 @@ def _check_detect_yaml(path: Path, label: str) -> None:
                              "pass e.g. --weights yolov8n.yaml or a model .yaml file") from None
     if head not in HEADS:
         raise ConverterError(f"{label} builds a {head} head; this converter handles {', '.join(HEADS)} heads",
-                             "pass e.g. --weights yolo11n.yaml, yolo11n-seg.yaml, yolo11n-pose.yaml or yolo11n-obb.yaml")
+                             "pass e.g. --weights yolo11n.yaml, yolo11n-seg.yaml, yolo11n-pose.yaml, "
+                             "yolo11n-obb.yaml or yolo11n-cls.yaml")
+    return HEADS[head]
 
 
 def resolve_source(weights: str | None) -> sources.Source:
@@ -101,19 +112,19 @@ def resolve_source(weights: str | None) -> sources.Source:
     if weights.lower().endswith((".yaml", ".yml")):
         path = Path(weights).expanduser()
         if path.is_file():
-            _check_detect_yaml(path, path.name)
+            task = _yaml_task(path, path.name)
             return sources.Source(kind="ultralytics architecture yaml, random init", path=None,
                                   sha256=f"random-seed{RANDOM_SEED}:{sha256_file(path)}",
-                                  extra={"architecture": str(path.resolve())},
+                                  extra={"architecture": str(path.resolve()), "task": task},
                                   licence=sources.licence(sources.RANDOM_WEIGHTS))
         bundled = _bundled_yaml(weights)
         if bundled is None:
             raise ConverterError(f"{weights} is neither a file nor an architecture bundled with ultralytics",
                                  "pass e.g. --weights yolov8n.yaml, yolo11n.yaml, yolov5nu.yaml, or a .pt file")
-        _check_detect_yaml(bundled, weights)
+        task = _yaml_task(bundled, weights)
         return sources.Source(kind="ultralytics architecture yaml, random init", path=None,
                               sha256=f"random-seed{RANDOM_SEED}:{Path(weights).name}",
-                              extra={"architecture": Path(weights).name},
+                              extra={"architecture": Path(weights).name, "task": task},
                               licence=sources.licence(sources.RANDOM_WEIGHTS))
     source = sources.local_weights(weights, KIND, (".pt",))
     from ..yolov5.checkpoint import checkpoint_globals
@@ -122,12 +133,14 @@ def resolve_source(weights: str | None) -> sources.Source:
     if "models.yolo Model" in names:
         raise ConverterError(f"{source.path.name} is a classic anchor-based yolov5 checkpoint; {EXPECTED}",
                              f"convert it with: python -m converters yolov5n --weights {source.path}")
-    if not any(f"ultralytics.nn.tasks {cls}" in names for cls in MODEL_CLASSES):
+    tasks = [task for cls, task in MODEL_CLASSES.items() if f"ultralytics.nn.tasks {cls}" in names]
+    if not tasks:
         other = sorted(n.split(" ")[1] for n in names if n.startswith("ultralytics.nn.tasks "))
-        raise ConverterError(f"{source.path.name} is not an Ultralytics detection, segmentation, pose or OBB "
-                             f"checkpoint ({', '.join(other) or 'no ultralytics model inside'}); {EXPECTED}",
-                             "pass such a .pt (e.g. yolo11n.pt, yolo11n-seg.pt) with --weights PATH")
+        raise ConverterError(f"{source.path.name} is not an Ultralytics detection, segmentation, pose, OBB or "
+                             f"classification checkpoint ({', '.join(other) or 'no ultralytics model inside'}); "
+                             f"{EXPECTED}", "pass such a .pt (e.g. yolo11n.pt, yolo11n-seg.pt) with --weights PATH")
     source.licence = sources.user_licence(KIND)
+    source.extra["task"] = tasks[-1]  # the most specific, should a subclass pickle its base too
     return source
 
 
@@ -165,13 +178,26 @@ class Verified(stages.DetectorVerified):
 
 
 # The manifest's outputs.format per Ultralytics task (modelcontract/decode.py reads each).
-FORMATS = {"detect": "yolo-raw", "segment": "yolo-seg", "pose": "yolo-pose", "obb": "yolo-obb"}
+FORMATS = {"detect": "yolo-raw", "segment": "yolo-seg", "pose": "yolo-pose", "obb": "yolo-obb",
+           "classify": "probabilities"}
 ROLE_OF_RANK = {3: "head", 4: "prototypes"}
+CLASSIFIER_ROLES = ("probabilities", "features")
 
 
-def _roles(named: dict) -> dict:
-    """Outputs by name -> by role (a segmentation graph's two outputs differ in rank)."""
-    return {ROLE_OF_RANK[np.ndim(v)]: np.asarray(v) for v in named.values()}
+def _role_names(named: dict, reference: dict | None = None) -> dict:
+    """{role: output name}: a segmentation graph's two outputs differ in rank, a classifier's
+    (given its ``reference`` by role) in shape (in order where the shapes are the same)."""
+    if reference is not None and set(reference) == set(CLASSIFIER_ROLES):
+        by_shape = {tuple(np.shape(v)): name for name, v in named.items()}
+        if len(by_shape) < len(named):
+            return dict(zip(CLASSIFIER_ROLES, named))
+        return {role: by_shape[tuple(np.shape(value))] for role, value in reference.items()}
+    return {ROLE_OF_RANK[np.ndim(v)]: name for name, v in named.items()}
+
+
+def _roles(named: dict, reference: dict | None = None) -> dict:
+    """Outputs by name -> by role (``_role_names``)."""
+    return {role: np.asarray(named[name]) for role, name in _role_names(named, reference).items()}
 
 
 def _load_roles(path: str) -> dict:
@@ -191,7 +217,8 @@ def load(ctx) -> Loaded:
 
     tmp = tempfile.TemporaryDirectory(prefix="yolo-export-")
     folder = Path(tmp.name)
-    spec = input_spec(ctx.imgsz)
+    task = ctx.source.extra["task"]
+    spec = input_spec(ctx.imgsz, task)
     x, _ = prepare(sources.load_photo("bus.jpg"), spec)
     source = ctx.source
     # a copy of a checkpoint, because the export writes its files beside its input
@@ -207,7 +234,7 @@ def load(ctx) -> Loaded:
     np.save(request["answer_input"], answers.model_input(spec))
     # calibrated at the default size whatever --imgsz says: the same random weights as the 640 build
     np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
-    if ctx.imgsz != IMGSZ:
+    if ctx.imgsz != IMGSZ and task != "classify":  # detections of another size against 640's
         for photo in detections.AGREEMENT_PHOTOS:
             paths = {"input": str(folder / f"agreement-{photo}.npy"),
                      "reference": str(folder / f"agreement-{photo}-reference.npz")}
@@ -235,17 +262,31 @@ def export(ctx, loaded: Loaded) -> Exported:
         loaded.tmp.cleanup()
     model_json = json.loads((ctx.workdir / "tfjs" / "model.json").read_text())
     sig = tfjs.graph_signature(model_json)
-    # The export's outputs in order (output0, output1): the head, then a segmentation model's
-    # prototypes; verify() checks each against PyTorch's output of that role.
-    ordered = sorted(sig["outputs"], key=lambda o: o["key"])
-    output_names = {role: o["name"] for role, o in zip(("head", "prototypes"), ordered)} if ordered \
-        else {"head": "Identity"}
+    if result["task"] != ctx.source.extra["task"]:
+        raise ConverterError(f"the checkpoint reads as a {ctx.source.extra['task']} model but loads as "
+                             f"{result['task']}", "report this with the log above")
+    output_names = _output_names(sig["outputs"], reference)
     if set(output_names) != set(reference):
         raise ConverterError(f"the exported graph's outputs ({', '.join(sorted(output_names))}) are not "
                              f"the model's ({', '.join(sorted(reference))})", "report this with the log above")
     return Exported(
         result=result, reference=reference, exact=exact, agreement_reference=agreement_reference, answer=answer,
         input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json), output_names=output_names)
+
+
+def _output_names(outputs: list, reference: dict) -> dict:
+    """The graph's outputs by role. A detector's in order (output0, output1): the head, then a
+    segmentation model's prototypes. A classifier's two (probabilities, features) are told
+    apart by shape, as onnx2tf may reorder them."""
+    ordered = sorted(outputs, key=lambda o: o["key"])
+    if set(reference) == set(CLASSIFIER_ROLES):
+        by_shape = {tuple(o["shape"]): o["name"] for o in outputs}
+        if len(by_shape) < len(outputs):  # same shapes: in order
+            return {role: o["name"] for role, o in zip(CLASSIFIER_ROLES, ordered)}
+        return {role: by_shape[tuple(value.shape)] for role, value in reference.items()
+                if tuple(value.shape) in by_shape}
+    return {role: o["name"] for role, o in zip(("head", "prototypes"), ordered)} if ordered \
+        else {"head": "Identity"}
 
 
 def compare_roles(reference: dict, candidate: dict) -> dict:
@@ -261,8 +302,13 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     reference, names = exported.reference, exported.output_names
 
     def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
-        got = _roles(tfjs_out)
-        server = compare_roles(reference, _roles(litert_out))
+        got, served = _roles(tfjs_out, reference), _roles(litert_out, reference)
+        server = compare_roles(reference, served)
+        if "head" not in reference:  # a classifier: the same top 5 besides parity
+            return stages.Comparison(
+                tfjs={**compare_roles(reference, got), "same_top5": _top5(reference) == _top5(got)},
+                server={**server, "same_top5": _top5(reference) == _top5(served)},
+                server_ok=server["relative"] <= parity.TARGETS["none"])
         head, got_head = reference["head"], got["head"]
         return stages.Comparison(
             tfjs={**compare_roles(reference, got),
@@ -273,13 +319,17 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
                            inputs={exported.input_name: loaded.x}, litert_inputs=[loaded.x],
                            tfjs_outputs=list(names.values()), compare=compare)
-    tfjs_out = _roles(checked.outputs["tfjs"])
+    tfjs_out = _roles(checked.outputs["tfjs"], reference)
     agreement = None
-    if ctx.imgsz != IMGSZ:
+    if exported.agreement_reference:
         agreement = agreement_with_default_size(ctx, exported)
         ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the {IMGSZ}-px detections "
                 f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
     return Verified(checked=checked, agreement=agreement, tfjs_out=tfjs_out)
+
+
+def _top5(outputs: dict) -> list[int]:
+    return [int(i) for i in np.argsort(-outputs["probabilities"].reshape(-1), kind="stable")[:5]]
 
 
 def decoding_manifest(result: dict, imgsz: int) -> dict:
@@ -321,6 +371,9 @@ MEANINGS = {
             "model-input pixels (pose), the angle in radians (obb); one column per anchor point",
     "prototypes": "mask prototypes [1, input/4, input/4, nm] (NHWC): an instance's mask logits are its "
                   "coefficients times these",
+    "probabilities": "softmax probabilities over the classes (index = labels[i])",
+    "features": "the pooled head (global average pool before the classifier layer): an image's feature "
+                "vector, which the classify page's Teach mode compares",
 }
 
 
@@ -332,24 +385,31 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
     nc = result["nc"]
     labels = result["names"]
     if labels == [f"class{i}" for i in range(nc)] or labels == [str(i) for i in range(nc)]:
-        labels = sources.coco_names() if nc == 80 else labels  # random weights: bundled yamls are COCO-shaped
+        # random weights: bundled yamls are COCO-shaped (detectors) or ImageNet-shaped (classifiers)
+        labels = {80: sources.coco_names, 1000: sources.imagenet_names}.get(nc, lambda: labels)()
     stem = Path(result["yaml"] or "yolo").stem
+    size = "" if ctx.imgsz == IMGSZ else f", {ctx.imgsz} px"
+    classifier = result["task"] == "classify"
+    answer_keys = {role: role if classifier else name for role, name in names.items()}
     fields = {
-        "title": f"Ultralytics {stem} (raw head, NMS in page)" + ("" if ctx.imgsz == IMGSZ else f", {ctx.imgsz} px"),
+        "title": f"Ultralytics {stem} " + ("(classifier" if classifier else "(raw head, NMS in page") + f"{size})",
         "ultralytics_task": result["task"],
         "input": {"name": exported.input_name, **loaded.spec},
         "outputs": {
             "format": FORMATS[result["task"]],
-            "tensors": [{"name": names[role], "role": role, "shape": list(reference[role].shape), "dtype": "float32",
-                         "meaning": MEANINGS[role]} for role in ("head", "prototypes") if role in names],
+            # a classifier's tensors are keyed as the classify page and server read them
+            "tensors": [{"name": names[role], ("key" if classifier else "role"): role,
+                         "shape": list(reference[role].shape), "dtype": "float32", "meaning": MEANINGS[role]}
+                        for role in (*ROLE_OF_RANK.values(), *CLASSIFIER_ROLES) if role in names],
             "execute": "execute",
         },
-        "nms": {**PAGE_NMS, "where": "page"},
+        **({} if classifier else {"nms": {**PAGE_NMS, "where": "page"}}),
         "labels": labels,
         **({"kpt_shape": result["kpt_shape"]} if result.get("kpt_shape") else {}),
         "tfjs": {"model": "tfjs/model.json"},
         "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
-                   "note": "the fp32 .tflite written by the same ultralytics export"},
+                   "note": "the fp32 .tflite written by the same ultralytics export",
+                   **(_litert_keys(checked.outputs["litert"], reference) if classifier else {})},
         "architecture": {"yaml": result["yaml"], "head": result["head"], "parameters": result["parameters"]},
         "parity": {
             "photo": "bus.jpg",
@@ -364,15 +424,25 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
             "passed": checked.passed,
         },
         "speed": checked.speed,
+        # keyed as the page reads its outputs: a tensor's key (a classifier's roles), else its name
         "answer_check": stages.answer_check(ctx, {"model": stages.AnswerPart(
-            reference={names[role]: value for role, value in exported.answer[1].items()},
+            reference={answer_keys[role]: value for role, value in exported.answer[1].items()},
             tfjs_model="tfjs/model.json", inputs={exported.input_name: exported.answer[0]},
-            tfjs_outputs=list(names.values()), roles=lambda out: {name: out[name] for name in names.values()})},
+            tfjs_outputs=list(names.values()),
+            roles=lambda out: {answer_keys[role]: out[name] for role, name in names.items()})},
             f"PyTorch {metadata.version('torch')} (ultralytics)"),
     }
+    if classifier:
+        fields["task"] = "classify"  # the classify page and /api/v1/classify take it
     if verified.agreement is not None:
         fields["agreement"] = verified.agreement
     return fields
+
+
+def _litert_keys(litert_out: dict, reference: dict) -> dict:
+    """The server's output keys of a classifier's .tflite: {"output": ..., "features": ...}."""
+    keys = _role_names(litert_out, reference)
+    return {"output": keys["probabilities"], "features": keys["features"]}
 
 
 def _placeholder(model_json: dict) -> str:
@@ -380,4 +450,3 @@ def _placeholder(model_json: dict) -> str:
         if node["op"] == "Placeholder":
             return node["name"]
     raise ConverterError("the exported graph has no input", None)
-

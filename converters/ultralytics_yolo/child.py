@@ -85,7 +85,7 @@ def main(request_file: str) -> None:
     yolo = YOLO(request["weights"])
     model = yolo.model
     kinds = {tasks.DetectionModel: "detect", tasks.SegmentationModel: "segment", tasks.PoseModel: "pose",
-             tasks.OBBModel: "obb"}
+             tasks.OBBModel: "obb", tasks.ClassificationModel: "classify"}
     if type(model) not in kinds:
         raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not one of "
                          f"{', '.join(k.__name__ for k in kinds)}")
@@ -96,15 +96,21 @@ def main(request_file: str) -> None:
         # Random weights give a near-constant output (activations shrink layer by layer and the
         # class prior makes every score ~1e-5): calibrate batch norm on another photo and drop
         # the class prior, so parity compares outputs that vary.
-        for branch in model.model[-1].cv3:
+        for branch in getattr(model.model[-1], "cv3", ()):
             torch.nn.init.zeros_(branch[-1].bias)
         calibrate_batchnorm(model, np.load(request["calibration"]))
+    task = kinds[type(model)]
+    if task == "classify":
+        _classify_with_features()
     model.eval()
 
     def head_outputs(net, x_nhwc) -> dict:
-        """The raw head (and a segmentation model's prototypes, NHWC as the TF graph has them)."""
+        """The raw head (and a segmentation model's prototypes, NHWC as the TF graph has them),
+        or a classifier's probabilities and features."""
         with torch.no_grad():
             y = net(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous())
+        if task == "classify":  # (probabilities, features): _classify_with_features
+            return {"probabilities": y[0].numpy(), "features": y[1].numpy()}
         y = y[0] if isinstance(y, (list, tuple)) else y
         if isinstance(y, (list, tuple)):  # Segment: [head, prototypes NCHW]
             return {"head": y[0].numpy(), "prototypes": y[1].permute(0, 2, 3, 1).numpy()}
@@ -145,14 +151,31 @@ def main(request_file: str) -> None:
         "web_model": str(web),
         "tflite": str(web.parent / f"{stem}_saved_model" / f"{stem}_float32.tflite"),
         "names": [names[i] for i in sorted(names)] if isinstance(names, dict) else list(names),
-        "nc": int(model.model[-1].nc),
+        "nc": len(names),
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "yaml": model.yaml.get("yaml_file"),
         "head": type(model.model[-1]).__name__,
-        "task": kinds[type(model)],
+        "task": task,
         "kpt_shape": list(getattr(model.model[-1], "kpt_shape", None) or []) or None,
         "export_seconds": round(seconds, 1),
     }))
+
+
+def _classify_with_features() -> None:
+    """The classification head outputs its pooled features beside the probabilities (the
+    classify page's Teach mode compares images by them; Ultralytics' head returns the
+    probabilities alone when exported, and its logits otherwise)."""
+    import torch
+    from ultralytics.nn.modules.head import Classify
+
+    def forward(self, x):
+        if isinstance(x, list):
+            x = torch.cat(x, 1)
+        features = self.pool(self.conv(x)).flatten(1)
+        logits = self.linear(self.drop(features))
+        return logits if self.training else (logits.softmax(1), features)
+
+    Classify.forward = forward
 
 
 class WrongKind(ConverterError):

@@ -1,7 +1,8 @@
 """/detect on segment, pose and OBB models trained here (converters/scenes), converted at
 their training size: a held-out scene picked as an image gives, on TF.js WASM, the API's
 answer on the same file (LiteRT): the same classes and boxes, mask outlines covering the
-same pixels, the same keypoints and rotated corners. Slow: training takes minutes."""
+same pixels, the same keypoints and rotated corners. /classify on the classifier trained
+the same way: the API's top classes and probabilities. Slow: training takes minutes."""
 from __future__ import annotations
 
 import os
@@ -32,16 +33,15 @@ ROWS = """() => Array.from(document.querySelectorAll('#results li')).map(li => {
 
 
 @pytest.fixture(scope="module")
-def builds(trained_scenes, built_model):
-    """task -> the trained model converted at its training size (each in a folder of its own:
-    all three are yolo-160)."""
-    return {task: built_model("yolo", weights=str(trained_scenes(task)), imgsz=train.DEFAULTS[task]["imgsz"])
-            for task in TASKS}
+def build(trained_scenes, built_model):
+    """build(task) -> the trained model converted at its training size (each in a folder of its
+    own: three are yolo-160)."""
+    return lambda task: built_model("yolo", weights=str(trained_scenes(task)), imgsz=train.DEFAULTS[task]["imgsz"])
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_the_page_shows_the_apis_answer(browser, builds, task, tmp_path):
-    folder = builds[task]
+def test_the_page_shows_the_apis_answer(browser, build, task, tmp_path):
+    folder = build(task)
     image, _ = dataset.scene(task, SEED, train.SCENE_SIZE[task])
     path = tmp_path / f"{task}.png"
     cv2.imwrite(str(path), image[:, :, ::-1])
@@ -53,9 +53,10 @@ def test_the_page_shows_the_apis_answer(browser, builds, task, tmp_path):
         page.wait_for_function("() => +(document.getElementById('results').dataset.frame || 0) >= 1",
                                timeout=60_000)
         rows = page.evaluate(ROWS)
+        check = page.get_attribute("body", "data-answer-check")
         screenshot(page, f"detect-yolo-{task}")
         context.close()
-    assert log.console_errors == [] and log.outside_requests == []
+    assert log.console_errors == [] and log.outside_requests == [] and check == "passed"
     expected = api["detections"]
     assert len(expected) >= 1 and [r["class_id"] for r in rows] == [d["class_id"] for d in expected]
     size = image.shape[1], image.shape[0]
@@ -67,3 +68,25 @@ def test_the_page_shows_the_apis_answer(browser, builds, task, tmp_path):
             assert np.abs(np.asarray(got["keypoints"]) - np.asarray(want["keypoints"])).max() <= 0.5
         if task == "obb":
             assert np.abs(np.asarray(got["corners"]) - np.asarray(want["corners"])).max() <= 0.5
+
+
+def test_a_yolo_classifier_on_the_classify_page_gives_the_apis_top_classes(browser, build, tmp_path):
+    folder = build("classify")
+    path = tmp_path / "classify.png"
+    cv2.imwrite(str(path), dataset.scene("classify", SEED, train.SCENE_SIZE["classify"])[0][:, :, ::-1])
+    with serving(folder.parent) as url:
+        with open(path, "rb") as f:
+            api = requests.post(f"{url}/api/v1/classify?model={folder.name}", files={"image": f},
+                                timeout=60).json()
+        context, page, log = open_ready(browser, f"{url}/classify?model={folder.name}&backend=wasm")
+        page.set_input_files("#image-files", str(path))
+        page.wait_for_function("() => +(document.getElementById('cards').dataset.done || 0) >= 1", timeout=60_000)
+        top = page.eval_on_selector_all(".result-card .top5 li", """items => items.map(li => ({
+            class_id: +li.dataset.classId, label: li.dataset.label, probability: +li.dataset.probability}))""")
+        check = page.get_attribute("body", "data-answer-check")
+        screenshot(page, "classify-yolo-cls")
+        context.close()
+    assert log.console_errors == [] and log.outside_requests == [] and check == "passed"
+    assert [t["class_id"] for t in top] == [t["class_id"] for t in api["top"]] and len(top) == 3
+    assert [t["label"] for t in top] == [t["label"] for t in api["top"]]
+    assert max(abs(a["probability"] - b["probability"]) for a, b in zip(top, api["top"])) <= 1e-4

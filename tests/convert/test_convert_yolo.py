@@ -354,6 +354,9 @@ def test_yolo_tfjs_output_tracks_pytorch_on_bus(v8):
     assert parity.compare(reference[:, 4:], y[:, 4:])["max_abs"] <= parity.TARGETS["none"]  # class scores
 
 
+# An export each (a minute or more under the suite's load): make test-all. make test keeps
+# yolov5n's 320-px and quantised builds, and a yolo classifier built at 64 px (test_yolo_tasks).
+@pytest.mark.slow
 def test_yolo_320_is_its_own_model(built_model, v8):
     """--imgsz for the Ultralytics family: yolo-320 beside yolo, the same (seeded, calibrated at
     640) random weights, its agreement with them at 640 recorded."""
@@ -372,6 +375,7 @@ def test_yolo_320_is_its_own_model(built_model, v8):
     assert_speed_measured(folder)
 
 
+@pytest.mark.slow
 def test_yolo_float16_variant(built_model):
     folder = built_model("yolo", weights="yolov8n.yaml", quantize="float16")
     p = manifest(folder)["parity"]
@@ -379,8 +383,8 @@ def test_yolo_float16_variant(built_model):
 
 
 @pytest.mark.parametrize("weights, needles", [
-    ("yolov8n-cls.yaml", ("Classify head", "Detect, Segment, Pose, OBB")),
-    ("rtdetr-l.yaml", ("RTDETRDecoder head", "Detect, Segment, Pose, OBB")),
+    ("yolov8s-worldv2.yaml", ("WorldDetect head", "Detect, Segment, Pose, OBB, Classify")),
+    ("rtdetr-l.yaml", ("RTDETRDecoder head", "Detect, Segment, Pose, OBB, Classify")),
     ("nosuchmodel.yaml", ("neither a file nor an architecture",)),
 ])
 def test_yolo_rejects_other_architectures(tmp_path, weights, needles):

@@ -263,7 +263,7 @@ async function teachFromFiles(files) {
   const vectors = [];
   state.queue = state.queue.then(() => session.use(async (opened) => {
     if (!hasFeatures(opened)) {
-      yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0).', 'error');
+      yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0, or a YOLO classifier converted here).', 'error');
       return;
     }
     for (const file of files) {
