@@ -84,8 +84,9 @@ def test_image_upload_zidane_boxes_within_2px(camera_browser, base_url, yolov5n)
     assert log.outside_requests == [] and log.console_errors == []
 
 
-# 100 frames after a 20-frame warm-up find any per-frame leak; the 300-frame run is make test-all's.
-@pytest.mark.parametrize("frames", [120, pytest.param(300, marks=pytest.mark.slow)])
+# 40 frames after a 20-frame warm-up find any per-frame leak (the tensor count must be equal,
+# not close); the 300-frame run is make test-all's.
+@pytest.mark.parametrize("frames", [60, pytest.param(300, marks=pytest.mark.slow)])
 def test_live_frames_do_not_leak_tensors(camera_browser, base_url, frames):
     context = camera_browser.new_context()
     page, log = open_page(context, f"{base_url}/detect?model=yolov5n&backend=wasm")

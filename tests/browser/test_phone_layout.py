@@ -27,6 +27,13 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chr
 PHONES = {"390x844": (390, 844), "360x740": (360, 740), "430x932": (430, 932), "landscape-844x390": (844, 390)}
 DESKTOP = (1280, 800)
 WIDE = {"desktop-1280x800": DESKTOP, "tablet-820x1180": (820, 1180)}
+# The sizes each demo page is laid out at in make test (a page load each); the rest in make
+# test-all: the narrowest phone, the brief's 390x844, landscape, and the desktop.
+EVERY_RUN = ("390x844", "360x740", "landscape-844x390", "desktop-1280x800")
+
+
+def sizes(table: dict) -> list:
+    return [size if size in EVERY_RUN else pytest.param(size, marks=pytest.mark.slow) for size in table]
 READY = "#model-status[data-state='ready']"
 # Each demo page: the model it needs, its live view, its main buttons (a file picker is its label).
 DEMOS = {
@@ -125,7 +132,7 @@ def test_index_fits_a_phone(browser, base_url, size):
     assert log.console_errors == [] and log.outside_requests == []
 
 
-@pytest.mark.parametrize("size", PHONES)
+@pytest.mark.parametrize("size", sizes(PHONES))
 @pytest.mark.parametrize("path", DEMOS)
 def test_demo_page_puts_the_live_view_first_on_a_phone(browser, base_url, path, size):
     demo = DEMOS[path]
@@ -208,7 +215,7 @@ def test_model_card_opens_on_tap_and_stays_open_after_reload(browser, base_url, 
     assert log.console_errors == [] and log.outside_requests == []
 
 
-@pytest.mark.parametrize("size", WIDE)
+@pytest.mark.parametrize("size", sizes(WIDE))
 @pytest.mark.parametrize("path", DEMOS)
 def test_wide_screen_keeps_the_model_card_and_options_open(browser, base_url, path, size):
     demo = DEMOS[path]

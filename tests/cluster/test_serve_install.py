@@ -71,6 +71,7 @@ def test_gunicorn_from_serve_venv_serves_the_three_tasks(serve_venv, api_models)
         server.stop()
 
 
+@pytest.mark.slow  # a third Ray node (a minute); the serve venv serves through gunicorn in make test
 def test_cluster_node_runs_from_serve_venv(serve_venv, api_models):
     """A Ray node started from .venv-serve (its `ray`, its Python for every worker) runs the
     Serve app: the slim install is what a cluster node needs."""
