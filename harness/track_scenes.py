@@ -93,3 +93,54 @@ def ping_pong_clip(photo, size=(640, 360), frames: int = 150, lag: float = 0.25)
             boxes.append([x, top, x + w, top + h])
         truth.append(np.asarray(boxes, float))
     return clip, truth
+
+
+def object_spans(task: str, truth: list) -> list[tuple[float, float, float]]:
+    """(left, centre, right) x of each object a synthetic scene drew (converters/scenes)."""
+    if task == "segment":
+        points = [np.asarray(o["polygon"]) for o in truth]
+    elif task == "obb":
+        points = [np.asarray(o["corners"]) for o in truth]
+    else:
+        points = [np.asarray(o["box"]).reshape(2, 2) for o in truth]
+    return [(float(p[:, 0].min()), float(p[:, 0].mean()), float(p[:, 0].max())) for p in points]
+
+
+def sliding_scene(task: str, seed: int, frames: int = 40) -> tuple[np.ndarray, list[int], list]:
+    """A synthetic scene of ``task`` slid sideways as far as its objects allow (all stay whole in
+    the frame), then back, easing in and out of the turn as a thing that moves does (a sudden
+    reversal outruns a track's prediction): (RGB clip [frames, S, S, 3], each frame's shift in
+    px, the truth)."""
+    import cv2
+
+    from converters.scenes import dataset, train
+
+    size = train.SCENE_SIZE[task]
+    image, truth = dataset.scene(task, seed, size)
+    spans = object_spans(task, truth)
+    low, high = -int(min(s[0] for s in spans)) + 4, int(size - max(s[2] for s in spans)) - 4
+    phase = 2 * np.pi * np.arange(frames) / frames
+    shifts = (low + (high - low) * (1 - np.cos(phase)) / 2).round().astype(int).tolist()
+    clip = np.stack([cv2.warpAffine(image, np.float32([[1, 0, dx], [0, 1, 0]]), (size, size),
+                                    flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE) for dx in shifts])
+    return clip, shifts, truth
+
+
+def crossings(detections: list[dict], shifts: list[int], line_x: float) -> dict[str, int]:
+    """Per label: the objects detected on a sliding scene's first frame (API rows: box, label)
+    whose centre crosses x = line_x as the scene slides."""
+    out: dict[str, int] = {}
+    for d in detections:
+        centre = (d["box"][0] + d["box"][2]) / 2 - shifts[0]
+        if min(shifts) + centre < line_x - 1 and max(shifts) + centre > line_x + 1:
+            out[d["label"]] = out.get(d["label"], 0) + 1
+    return out
+
+
+def crossing_seed(task: str, seeds, line_x: float) -> int:
+    """The first of ``seeds`` whose sliding scene takes a drawn object across x = line_x."""
+    for seed in seeds:
+        _, shifts, truth = sliding_scene(task, seed)
+        if any(min(shifts) + c < line_x - 8 and max(shifts) + c > line_x + 8 for _, c, _ in object_spans(task, truth)):
+            return seed
+    raise ValueError(f"no {task} scene among the seeds crosses x = {line_x}")
