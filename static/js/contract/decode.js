@@ -13,7 +13,7 @@
 // maxDet place; the in-graph NMS of "nms" has already run, so there its rows are skipped
 // before the cut.
 import {outputIndex} from './manifest.js';
-import {instanceMask, outlines} from './masks.js';
+import {cropLogits, instanceMask, outlines} from './masks.js';
 import {corners, fastNms, regularize} from './rotated.js';
 
 const tf = globalThis.tf;
@@ -125,15 +125,15 @@ async function decodeSegment(manifest, outputs, frame, options) {
   const [, mh, mw, nm] = protos.shape;
   const [, inH, inW] = manifest.input.shape;
   const c = await rawCandidates(manifest, head, nc, options);
-  let logits = new Float32Array(0);
+  let coefficients = new Float32Array(0);
+  let prototypes = new Float32Array(0);
   try {
     if (c.kept.length) {
-      const product = tf.tidy(() => tf.gather(c.rows, c.kept).slice([0, 4 + nc], [-1, nm])
-        .matMul(protos.reshape([mh * mw, nm]), false, true));
+      const kept = tf.tidy(() => tf.gather(c.rows, c.kept).slice([0, 4 + nc], [-1, nm]));
       try {
-        logits = await product.data();
+        [coefficients, prototypes] = await Promise.all([kept.data(), protos.data()]);
       } finally {
-        product.dispose();
+        kept.dispose();
       }
     }
   } finally {
@@ -141,8 +141,9 @@ async function decodeSegment(manifest, outputs, frame, options) {
   }
   const found = [];
   c.kept.forEach((i, n) => {
-    const m = instanceMask(logits.subarray(n * mh * mw, (n + 1) * mh * mw), mh, mw,
-                           Array.from(c.boxes.subarray(i * 4, i * 4 + 4)), [inW, inH]);
+    const box = Array.from(c.boxes.subarray(i * 4, i * 4 + 4));
+    const logits = cropLogits(coefficients.subarray(n * nm, (n + 1) * nm), prototypes, mh, mw, box, [inW, inH]);
+    const m = instanceMask(logits, mh, mw, box, [inW, inH]);
     if (!m.mask.includes(1)) return;   // an empty mask: Ultralytics drops the instance
     found.push({...row(manifest, c, i, frame),
                 polygons: outlines(m.mask, m.rows, m.cols, [m.left, m.top])
