@@ -166,7 +166,8 @@ class Exported(stages.Exported):
     result: dict                # the child's result.json (files written, architecture, names, task)
     reference: dict             # PyTorch's outputs on x (fp32) by role: "head" (+ "prototypes")
     exact: dict                 # the same in float64
-    agreement_reference: dict   # photo -> PyTorch's outputs at the default size (other sizes only)
+    agreement_reference: dict   # photo -> PyTorch's outputs at agreement_side (other sizes only)
+    agreement_side: int | None  # the side the agreement compares with: the training size, else 640
     answer: tuple               # (answer-check input, PyTorch's outputs on it)
     input_name: str             # the TF.js graph's input
     output_names: dict          # role -> the TF.js graph's output of that role
@@ -211,8 +212,9 @@ def build(ctx) -> dict:
 
 def load(ctx) -> Loaded:
     """The photos the child needs, at the build's size (parity) and at 640 (calibration of
-    random weights, the agreement reference): the child loads the model itself, because
-    random weights exist only inside that process."""
+    random weights); the child loads the model itself, because random weights exist only
+    inside that process, and it prepares the agreement photos, at the size the checkpoint was
+    trained at (else 640), which only the checkpoint knows."""
     from modelcontract.geometry import prepare
 
     tmp = tempfile.TemporaryDirectory(prefix="yolo-export-")
@@ -229,17 +231,14 @@ def load(ctx) -> Loaded:
                "reference_fp64": str(folder / "reference_fp64.npz"),
                "calibration": str(folder / "calibration.npy"), "result": str(folder / "result.json"),
                "answer_input": str(folder / "answer-input.npy"), "answer_reference": str(folder / "answer.npz"),
-               "agreement": {}}
+               "agreement": {}, "default_imgsz": IMGSZ}
     np.save(request["input"], x)
     np.save(request["answer_input"], answers.model_input(spec))
     # calibrated at the default size whatever --imgsz says: the same random weights as the 640 build
     np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
-    if ctx.imgsz != IMGSZ and task != "classify":  # detections of another size against 640's
-        for photo in detections.AGREEMENT_PHOTOS:
-            paths = {"input": str(folder / f"agreement-{photo}.npy"),
-                     "reference": str(folder / f"agreement-{photo}-reference.npz")}
-            np.save(paths["input"], prepare(sources.load_photo(photo), INPUT)[0])
-            request["agreement"][photo] = paths
+    if task != "classify":  # detections of this size against the training size's (the child decides)
+        request["agreement"] = {photo: str(folder / f"agreement-{photo}-reference.npz")
+                                for photo in detections.AGREEMENT_PHOTOS}
     return Loaded(tmp=tmp, request=request, spec=spec, x=x)
 
 
@@ -256,7 +255,7 @@ def export(ctx, loaded: Loaded) -> Exported:
         shutil.copy(result["tflite"], ctx.workdir / "model.tflite")
         reference = _load_roles(request["reference"])
         exact = _load_roles(request["reference_fp64"])
-        agreement_reference = {photo: _load_roles(paths["reference"]) for photo, paths in request["agreement"].items()}
+        agreement_reference = {photo: _load_roles(request["agreement"][photo]) for photo in result["agreement_photos"]}
         answer = (np.load(request["answer_input"]), _load_roles(request["answer_reference"]))
     finally:
         loaded.tmp.cleanup()
@@ -270,7 +269,8 @@ def export(ctx, loaded: Loaded) -> Exported:
         raise ConverterError(f"the exported graph's outputs ({', '.join(sorted(output_names))}) are not "
                              f"the model's ({', '.join(sorted(reference))})", "report this with the log above")
     return Exported(
-        result=result, reference=reference, exact=exact, agreement_reference=agreement_reference, answer=answer,
+        result=result, reference=reference, exact=exact, agreement_reference=agreement_reference,
+        agreement_side=result["agreement_side"], answer=answer,
         input_name=sig["inputs"][0]["name"] if sig["inputs"] else _placeholder(model_json), output_names=output_names)
 
 
@@ -298,7 +298,8 @@ def compare_roles(reference: dict, candidate: dict) -> dict:
 
 def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     """The raw head (and prototypes), TF.js and LiteRT, against PyTorch on bus.jpg; for a size
-    other than 640, the agreement with the same weights at 640."""
+    other than the one the checkpoint was trained at (640 for random weights), the agreement
+    with the same weights at that size."""
     reference, names = exported.reference, exported.output_names
 
     def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
@@ -323,7 +324,8 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     agreement = None
     if exported.agreement_reference:
         agreement = agreement_with_default_size(ctx, exported)
-        ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the {IMGSZ}-px detections "
+        ctx.log(f"keeps {agreement['kept']}/{agreement['reference_detections']} of the "
+                f"{exported.agreement_side}-px detections "
                 f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
     return Verified(checked=checked, agreement=agreement, tfjs_out=tfjs_out)
 
@@ -340,8 +342,9 @@ def decoding_manifest(result: dict, imgsz: int) -> dict:
 
 
 def agreement_with_default_size(ctx, exported: Exported) -> dict:
-    """Detections of this build (LiteRT) against the same weights' at 640 (PyTorch), both
-    decoded as the page decodes them (PAGE_NMS), boxes in photo pixels."""
+    """Detections of this build (LiteRT) against the same weights' at the agreement side (the
+    training size, else 640; PyTorch), both decoded as the page decodes them (PAGE_NMS), boxes
+    in photo pixels."""
     from modelcontract.decode import DetectOptions, decode_detections
     from modelcontract.geometry import prepare
 
@@ -354,15 +357,16 @@ def agreement_with_default_size(ctx, exported: Exported) -> dict:
         return {"boxes": np.array([r["box"] for r in rows]).reshape(-1, 4),
                 "scores": np.array([r["score"] for r in rows]), "classes": np.array([r["class_id"] for r in rows])}
 
+    side = exported.agreement_side
     reference, candidate = {}, {}
     for photo, outputs in exported.agreement_reference.items():
         image = sources.load_photo(photo)
-        reference[photo] = decoded(outputs, IMGSZ, prepare(image, INPUT)[1], image)
+        reference[photo] = decoded(outputs, side, prepare(image, input_spec(side))[1], image)
         x, transform = prepare(image, input_spec(ctx.imgsz))
         out = tflite.run_tflite(ctx.workdir / "model.tflite", [x])
         candidate[photo] = decoded(_roles(out), ctx.imgsz, transform, image)
-    return detections.agreement(reference, candidate, f"{NAME} at {IMGSZ} px (PyTorch, same weights)",
-                                IMGSZ, runtime="litert")
+    return detections.agreement(reference, candidate, f"{NAME} at {side} px (PyTorch, same weights)",
+                                side, runtime="litert")
 
 
 MEANINGS = {

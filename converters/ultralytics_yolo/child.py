@@ -119,9 +119,18 @@ def main(request_file: str) -> None:
     np.savez(request["reference"], **head_outputs(model, x))
     # The answer check's pattern (modelcontract.answers) through the same network.
     np.savez(request["answer_reference"], **head_outputs(model, np.load(request["answer_input"])))
-    # The same weights at the default size, for the agreement of another size with it.
-    for paths in request["agreement"].values():
-        np.savez(paths["reference"], **head_outputs(model, np.load(paths["input"])))
+    # The same weights at the size they were trained at (640 for an architecture's random
+    # weights), for the agreement of another size with it; none at that size itself.
+    side = _trained_side(yolo) or request["default_imgsz"]
+    done = []
+    if request["agreement"] and side != request["imgsz"]:
+        from converters import sources
+        from converters.ultralytics_yolo import input_spec
+        from modelcontract.geometry import prepare
+
+        for photo, path in request["agreement"].items():
+            np.savez(path, **head_outputs(model, prepare(sources.load_photo(photo), input_spec(side))[0]))
+            done.append(photo)
     # The same network in float64: how far fp32 arithmetic alone lands from the exact result
     # (context for the parity figure; the model itself stays fp32).
     np.savez(request["reference_fp64"], **head_outputs(copy.deepcopy(model).double(), x.astype(np.float64)))
@@ -158,7 +167,15 @@ def main(request_file: str) -> None:
         "task": task,
         "kpt_shape": list(getattr(model.model[-1], "kpt_shape", None) or []) or None,
         "export_seconds": round(seconds, 1),
+        "agreement_side": side if done else None,
+        "agreement_photos": done,
     }))
+
+
+def _trained_side(yolo) -> int | None:
+    """The input side a checkpoint was trained at (its train_args); None for an architecture."""
+    side = ((getattr(yolo, "ckpt", None) or {}).get("train_args") or {}).get("imgsz")
+    return side if isinstance(side, int) else None
 
 
 def _classify_with_features() -> None:

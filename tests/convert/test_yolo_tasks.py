@@ -96,8 +96,9 @@ def match(a_boxes, b_boxes) -> list[tuple[int, int, float]]:
 
 @pytest.mark.parametrize("architecture, task, head_rows", [
     ("yolo11n-seg.yaml", "segment", 4 + 80 + 32),
-    pytest.param("yolo11n-pose.yaml", "pose", 4 + 1 + 17 * 3, marks=pytest.mark.slow),
-    pytest.param("yolo11n-obb.yaml", "obb", 4 + 15 + 1, marks=pytest.mark.slow),
+    # the bundled yamls all have 80 classes (nc: 80), pose and OBB too
+    pytest.param("yolo11n-pose.yaml", "pose", 4 + 80 + 17 * 3, marks=pytest.mark.slow),
+    pytest.param("yolo11n-obb.yaml", "obb", 4 + 80 + 1, marks=pytest.mark.slow),
 ])
 def test_full_size_architectures_convert_with_parity(built_model, architecture, task, head_rows, figures):
     m = json.loads((built_model("yolo", weights=architecture) / "manifest.json").read_text())
@@ -203,6 +204,7 @@ def test_the_api_on_a_converted_trained_model_answers_as_predict(trained_scenes,
     folder = built_model("yolo", weights=str(trained_scenes(task)), imgsz=imgsz)
     m = json.loads((folder / "manifest.json").read_text())
     assert m["ultralytics_task"] == task and m["labels"] == draw.NAMES[task] and m["parity"]["passed"]
+    assert "agreement" not in m  # built at the size it was trained at: nothing to agree with
     found, _ = reference(trained_scenes, held_out, task)
     client = create_app({"MODELS_DIR": folder.parent, "TESTING": True}).test_client()
     worst, worst_corner = 1.0, 0.0
@@ -224,6 +226,17 @@ def test_the_api_on_a_converted_trained_model_answers_as_predict(trained_scenes,
     figures[f"{task} API vs predict()"] = {"scenes": len(found), "worst_box_iou": worst,
                                            **({"corner_px": worst_corner} if task == "obb" else {})}
     assert worst >= (0.9 if task == "obb" else 0.99) and worst_corner <= 1.0
+
+
+@pytest.mark.slow
+def test_a_trained_model_built_at_another_size_is_compared_with_its_training_size(trained_scenes, built_model):
+    """A checkpoint trained at 160 px, built at 320: the agreement on the model card is with the
+    same weights at 160 (what the model was trained for), not at the family's default 640."""
+    m = json.loads((built_model("yolo", weights=str(trained_scenes("segment")), imgsz=320) / "manifest.json").read_text())
+    a = m["agreement"]
+    assert m["options"]["imgsz"] == 320 and m["parity"]["passed"]
+    assert a["reference_size"] == train.DEFAULTS["segment"]["imgsz"] == 160 and "at 160 px" in a["reference"]
+    assert 0 <= a["kept"] <= a["reference_detections"]
 
 
 # ---------------------------------------------------------------------------- classify
