@@ -185,20 +185,23 @@ ROLE_OF_RANK = {3: "head", 4: "prototypes"}
 CLASSIFIER_ROLES = ("probabilities", "features")
 
 
-def _role_names(named: dict, reference: dict | None = None) -> dict:
-    """{role: output name}: a segmentation graph's two outputs differ in rank, a classifier's
-    (given its ``reference`` by role) in shape (in order where the shapes are the same)."""
+def _role_names(shapes: dict, reference: dict | None = None) -> dict:
+    """{role: output name} from {output name: shape}: a segmentation graph's two outputs differ
+    in rank, a classifier's (given its ``reference`` by role) in shape (in order where the
+    shapes are the same)."""
     if reference is not None and set(reference) == set(CLASSIFIER_ROLES):
-        by_shape = {tuple(np.shape(v)): name for name, v in named.items()}
-        if len(by_shape) < len(named):
-            return dict(zip(CLASSIFIER_ROLES, named))
-        return {role: by_shape[tuple(np.shape(value))] for role, value in reference.items()}
-    return {ROLE_OF_RANK[np.ndim(v)]: name for name, v in named.items()}
+        by_shape = {tuple(shape): name for name, shape in shapes.items()}
+        if len(by_shape) < len(shapes):
+            return dict(zip(CLASSIFIER_ROLES, shapes))
+        return {role: by_shape[tuple(np.shape(value))] for role, value in reference.items()
+                if tuple(np.shape(value)) in by_shape}
+    return {ROLE_OF_RANK[len(shape)]: name for name, shape in shapes.items()}
 
 
 def _roles(named: dict, reference: dict | None = None) -> dict:
     """Outputs by name -> by role (``_role_names``)."""
-    return {role: np.asarray(named[name]) for role, name in _role_names(named, reference).items()}
+    names = _role_names({name: np.shape(value) for name, value in named.items()}, reference)
+    return {role: np.asarray(named[name]) for role, name in names.items()}
 
 
 def _load_roles(path: str) -> dict:
@@ -277,14 +280,10 @@ def export(ctx, loaded: Loaded) -> Exported:
 def _output_names(outputs: list, reference: dict) -> dict:
     """The graph's outputs by role. A detector's in order (output0, output1): the head, then a
     segmentation model's prototypes. A classifier's two (probabilities, features) are told
-    apart by shape, as onnx2tf may reorder them."""
+    apart by shape (``_role_names``), as onnx2tf may reorder them."""
     ordered = sorted(outputs, key=lambda o: o["key"])
     if set(reference) == set(CLASSIFIER_ROLES):
-        by_shape = {tuple(o["shape"]): o["name"] for o in outputs}
-        if len(by_shape) < len(outputs):  # same shapes: in order
-            return {role: o["name"] for role, o in zip(CLASSIFIER_ROLES, ordered)}
-        return {role: by_shape[tuple(value.shape)] for role, value in reference.items()
-                if tuple(value.shape) in by_shape}
+        return _role_names({o["name"]: o["shape"] for o in ordered}, reference)
     return {role: o["name"] for role, o in zip(("head", "prototypes"), ordered)} if ordered \
         else {"head": "Identity"}
 
@@ -445,7 +444,7 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
 
 def _litert_keys(litert_out: dict, reference: dict) -> dict:
     """The server's output keys of a classifier's .tflite: {"output": ..., "features": ...}."""
-    keys = _role_names(litert_out, reference)
+    keys = _role_names({key: np.shape(value) for key, value in litert_out.items()}, reference)
     return {"output": keys["probabilities"], "features": keys["features"]}
 
 
