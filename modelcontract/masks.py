@@ -1,17 +1,20 @@
-"""Instance masks of a YOLO segmentation head, as Ultralytics' ``process_mask`` makes them
+"""Instance masks of a YOLO segmentation head, as Ultralytics' ``process_mask`` makes them in
+predict() today (upsample=True; since 8.4.x it upsamples before it crops, ultralytics #24272)
 (static/js/contract/masks.js is the page's twin):
 
 1. logits = coefficients @ prototypes, at the prototypes' resolution (input / 4);
-2. zero outside the box, scaled to that resolution and rounded (half to even, as torch);
-3. bilinear upsampling to the model input (half-pixel centres, edges clamped:
-   ``F.interpolate(mode="bilinear")``), only over the box's window: outside it every value is 0;
-4. a pixel is in the mask where the upsampled logit is > 0 (sigmoid > 0.5).
+2. bilinear upsampling to the model input (half-pixel centres, edges clamped:
+   ``F.interpolate(mode="bilinear")``), computed only inside the box;
+3. a pixel is in the mask where the upsampled logit is > 0 (sigmoid > 0.5) and it lies in the
+   box: x1 <= column < x2, y1 <= row < y2 (``crop_mask`` at the input's resolution, float32).
 
 The outline of a mask is traced along pixel edges (``outlines``): each 4-connected part's
 outer boundary as a polygon of pixel corners, so filling the polygons gives back the mask
 exactly. Prototypes are NHWC: [mask_h, mask_w, nm] (batch dropped).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -25,35 +28,31 @@ def mask_logits(coefficients: np.ndarray, prototypes: np.ndarray) -> np.ndarray:
     return (np.asarray(coefficients, np.float32).reshape(-1, nm) @ flat.T).reshape(-1, mh, mw)
 
 
-def crop_window(box, input_size: tuple[int, int], mask_size: tuple[int, int]) -> tuple[int, int, int, int]:
-    """The box (x1, y1, x2, y2 in input pixels) at the prototypes' resolution: the kept
-    [x1, x2) x [y1, y2) of ``crop_mask`` (clamped at 0, rounded half to even)."""
+def crop_window(box, input_size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The input pixels ``crop_mask`` keeps of a box (x1, y1, x2, y2 in input pixels, float32):
+    columns [left, right) with x1 <= column < x2, rows [top, bottom) likewise, within the input."""
     in_w, in_h = input_size
-    mw, mh = mask_size
-    ratios = np.array([mw / in_w, mh / in_h, mw / in_w, mh / in_h], np.float32)
-    x1, y1, x2, y2 = np.round(np.maximum(np.asarray(box, np.float32) * ratios, 0)).astype(int)
-    return x1, y1, x2, y2
+    x1, y1, x2, y2 = (float(v) for v in np.asarray(box, np.float32))
+    return (min(max(math.ceil(x1), 0), in_w), min(max(math.ceil(y1), 0), in_h),
+            min(max(math.ceil(x2), 0), in_w), min(max(math.ceil(y2), 0), in_h))
 
 
 def instance_mask(logits: np.ndarray, box, input_size: tuple[int, int]) -> tuple[np.ndarray, tuple[int, int]]:
-    """One instance's mask in input pixels, as (bool [rows, cols], (left, top)): the window of
-    the input that can hold mask pixels (the crop plus one prototype pixel each side)."""
+    """One instance's mask in input pixels over its box's window, as (bool [rows, cols],
+    (left, top)); ``logits`` [mh, mw] (only the prototype pixels the window's upsampling reads
+    matter)."""
     in_w, in_h = input_size
     mh, mw = logits.shape
-    x1, y1, x2, y2 = crop_window(box, input_size, (mw, mh))
-    cropped = np.zeros_like(logits)
-    cropped[max(y1, 0):max(y2, 0), max(x1, 0):max(x2, 0)] = logits[max(y1, 0):max(y2, 0), max(x1, 0):max(x2, 0)]
-    sx, sy = in_w / mw, in_h / mh
-    left, top = max(int(np.floor((x1 - 1) * sx)), 0), max(int(np.floor((y1 - 1) * sy)), 0)
-    right, bottom = min(int(np.ceil((x2 + 1) * sx)), in_w), min(int(np.ceil((y2 + 1) * sy)), in_h)
+    left, top, right, bottom = crop_window(box, input_size)
     if right <= left or bottom <= top:
         return np.zeros((0, 0), bool), (0, 0)
     y_lo, y_hi, fy = bilinear_axis(in_h, mh, top, bottom - top)
     x_lo, x_hi, fx = bilinear_axis(in_w, mw, left, right - left)
     fx, fy = fx[None, :], fy[:, None]
     one = np.float32(1)
-    upper = cropped[y_lo][:, x_lo] * (one - fx) + cropped[y_lo][:, x_hi] * fx
-    lower = cropped[y_hi][:, x_lo] * (one - fx) + cropped[y_hi][:, x_hi] * fx
+    logits = np.asarray(logits, np.float32)
+    upper = logits[y_lo][:, x_lo] * (one - fx) + logits[y_lo][:, x_hi] * fx
+    lower = logits[y_hi][:, x_lo] * (one - fx) + logits[y_hi][:, x_hi] * fx
     return (upper * (one - fy) + lower * fy) > 0, (left, top)
 
 

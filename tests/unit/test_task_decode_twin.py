@@ -91,13 +91,13 @@ def test_segment_twins_agree_and_outline_their_masks():
 
 
 MASKS_JS = """
-const {instanceMask, outlines, cropWindow, roundHalfEven} = await import(%s);
+const {instanceMask, outlines, cropWindow} = await import(%s);
 const out = req.cases.map((c) => {
   const m = instanceMask(Float32Array.from(c.logits), c.mh, c.mw, c.box, c.input);
   return {mask: Array.from(m.mask), rows: m.rows, cols: m.cols, left: m.left, top: m.top,
-          loops: outlines(m.mask, m.rows, m.cols, [m.left, m.top]), crop: cropWindow(c.box, c.input, [c.mw, c.mh])};
+          loops: outlines(m.mask, m.rows, m.cols, [m.left, m.top]), crop: cropWindow(c.box, c.input)};
 });
-process.stdout.write(JSON.stringify({out, rounded: req.halves.map(roundHalfEven)}));
+process.stdout.write(JSON.stringify({out}));
 """ % js_url(JS / "contract/masks.js")
 
 
@@ -111,18 +111,17 @@ def test_masks_js_gives_masks_py_pixels_and_outlines_exactly():
         x1, y1 = rng.uniform(-10, in_w * 0.6), rng.uniform(-10, in_h * 0.6)
         box = [float(x1), float(y1), float(x1 + rng.uniform(4, in_w * 0.5)), float(y1 + rng.uniform(4, in_h * 0.5))]
         if k == 0:
-            box = [10.0, 10.0, 14.0, 18.0]  # ratio 0.25: crops at exactly .5 (half to even)
+            box = [10.0, 10.0, 14.0, 18.5]  # whole-pixel edges: x < 14 keeps column 13, not 14
         cases.append({"logits": logits.ravel().tolist(), "mh": mh, "mw": mw, "box": box, "input": [in_w, in_h]})
-    halves = [0.5, 1.5, 2.5, -0.5, 3.49, 3.5, 4.5000001]
-    got = run_node(MASKS_JS, {"cases": cases, "halves": halves})
-    assert got["rounded"] == [float(v) for v in np.round(halves)]
+    got = run_node(MASKS_JS, {"cases": cases})
     for case, js in zip(cases, got["out"]):
         logits = np.asarray(case["logits"], np.float32).reshape(case["mh"], case["mw"])
         mask, (left, top) = masks.instance_mask(logits, case["box"], tuple(case["input"]))
-        assert list(masks.crop_window(case["box"], tuple(case["input"]), (case["mw"], case["mh"]))) == js["crop"]
+        assert list(masks.crop_window(case["box"], tuple(case["input"]))) == js["crop"]
         assert (js["rows"], js["cols"], js["left"], js["top"]) == (*mask.shape, left, top)
         assert np.array_equal(np.asarray(js["mask"], bool).reshape(mask.shape), mask)
         assert js["loops"] == masks.outlines(mask, (left, top))
+    assert got["out"][0]["crop"] == [10, 10, 14, 19]
 
 
 def test_outlines_fill_back_to_the_mask():

@@ -1,37 +1,43 @@
-// Instance masks of a YOLO segmentation head, as Ultralytics' process_mask makes them; the twin
-// of modelcontract/masks.py (tests/unit/test_task_decode_twin.py holds the two together):
-// logits = coefficients @ prototypes, zeroed outside the box at the prototypes' resolution
-// (rounded half to even, as torch; cropLogits computes only the pixels inside), upsampled bilinearly to the
-// model input over the box's window only, and > 0. outlines() traces each 4-connected part's
-// outer boundary along pixel edges: filling the polygons gives back the mask exactly.
+// Instance masks of a YOLO segmentation head, as Ultralytics' process_mask makes them in
+// predict() today (upsampled, then cropped: ultralytics #24272); the twin of
+// modelcontract/masks.py (tests/unit/test_task_decode_twin.py holds the two together):
+// logits = coefficients @ prototypes (cropLogits computes only the prototype pixels the box's
+// upsampling reads), upsampled bilinearly to the model input inside the box only, > 0 and in
+// the box (x1 <= column < x2, y1 <= row < y2, float32). outlines() traces each 4-connected
+// part's outer boundary along pixel edges: filling the polygons gives back the mask exactly.
 import {bilinearAxis} from './geometry.js';
 
 const f32 = Math.fround;
 
-// Rounds half to even (torch.round, numpy.round); Math.round rounds half up.
-export function roundHalfEven(v) {
-  const r = Math.round(v);
-  return (r - v === 0.5 && r % 2 !== 0) ? r - 1 : r;
+// The input pixels Ultralytics' crop_mask keeps of a box (x1, y1, x2, y2 in input pixels):
+// [left, top, right, bottom), within the input.
+export function cropWindow(box, [inW, inH]) {
+  const clamp = (v, hi) => Math.min(Math.max(Math.ceil(f32(v)), 0), hi);
+  return [clamp(box[0], inW), clamp(box[1], inH), clamp(box[2], inW), clamp(box[3], inH)];
 }
 
-// The box (x1, y1, x2, y2 in input pixels) at the prototypes' resolution: the kept
-// [x1, x2) x [y1, y2) of Ultralytics' crop_mask, in float32 as there.
-export function cropWindow(box, [inW, inH], [mw, mh]) {
-  const ratios = [f32(mw / inW), f32(mh / inH), f32(mw / inW), f32(mh / inH)];
-  return box.map((v, i) => roundHalfEven(Math.max(f32(f32(v) * ratios[i]), 0)));
+// The box's window and the bilinear taps of its columns and rows: {left, top, cols, rows, xs, ys}
+// (xs, ys: geometry.js bilinearAxis), or null for an empty window.
+function upsampling(mh, mw, box, [inW, inH]) {
+  const [left, top, right, bottom] = cropWindow(box, [inW, inH]);
+  if (right <= left || bottom <= top) return null;
+  const cols = right - left;
+  const rows = bottom - top;
+  return {left, top, cols, rows, xs: bilinearAxis(inW, mw, left, cols), ys: bilinearAxis(inH, mh, top, rows)};
 }
 
 // One instance's mask logits [mh * mw]: its coefficients (Float32Array [nm]) times the
-// prototypes (Float32Array [mh * mw * nm], NHWC) inside its crop window, zeros outside, which
-// is all instanceMask reads. Only the window is computed: 20 instances at 640 px took 16 ms
-// as one matMul over every prototype pixel on TF.js WASM (bench/mask_decode.py). Summed in
-// doubles, so a logit may differ from numpy's float32 sum in its last bits.
-export function cropLogits(coefficients, protos, mh, mw, box, [inW, inH]) {
+// prototypes (Float32Array [mh * mw * nm], NHWC) at the prototype pixels its box's upsampling
+// reads, zeros elsewhere (never read). 20 instances at 640 px took 16 ms as one matMul over
+// every prototype pixel on TF.js WASM (bench/mask_decode.py). Summed in doubles, so a logit may
+// differ from numpy's float32 sum in its last bits.
+export function cropLogits(coefficients, protos, mh, mw, box, inSize) {
   const nm = coefficients.length;
-  const [x1, y1, x2, y2] = cropWindow(box, [inW, inH], [mw, mh]);
   const logits = new Float32Array(mh * mw);
-  for (let y = Math.max(y1, 0); y < Math.min(y2, mh); y++) {
-    for (let x = Math.max(x1, 0); x < Math.min(x2, mw); x++) {
+  const up = upsampling(mh, mw, box, inSize);
+  if (!up) return logits;
+  for (let y = up.ys.lo[0]; y <= up.ys.hi[up.rows - 1]; y++) {
+    for (let x = up.xs.lo[0]; x <= up.xs.hi[up.cols - 1]; x++) {
       const at = (y * mw + x) * nm;
       let sum = 0;
       for (let k = 0; k < nm; k++) sum += coefficients[k] * protos[at + k];
@@ -41,43 +47,27 @@ export function cropLogits(coefficients, protos, mh, mw, box, [inW, inH]) {
   return logits;
 }
 
-// One instance's mask in input pixels: {mask (Uint8Array rows x cols), rows, cols, left, top},
-// the window of the input that can hold mask pixels (the crop plus one prototype pixel a side).
-// logits: Float32Array [mh * mw].
-export function instanceMask(logits, mh, mw, box, [inW, inH]) {
-  const [x1, y1, x2, y2] = cropWindow(box, [inW, inH], [mw, mh]);
-  const sx = inW / mw;
-  const sy = inH / mh;
-  const left = Math.max(Math.floor((x1 - 1) * sx), 0);
-  const top = Math.max(Math.floor((y1 - 1) * sy), 0);
-  const right = Math.min(Math.ceil((x2 + 1) * sx), inW);
-  const bottom = Math.min(Math.ceil((y2 + 1) * sy), inH);
-  if (right <= left || bottom <= top) return {mask: new Uint8Array(0), rows: 0, cols: 0, left: 0, top: 0};
-  const rows = bottom - top;
-  const cols = right - left;
-  const ys = bilinearAxis(inH, mh, top, rows);
-  const xs = bilinearAxis(inW, mw, left, cols);
-  // A prototype pixel outside the crop reads 0; which of each column's two samples fall inside
-  // is worked out once, not per pixel.
-  const inside = (v, lo, hi) => v >= lo && v < hi;
-  const loIn = Uint8Array.from(xs.lo, (x) => inside(x, x1, x2));
-  const hiIn = Uint8Array.from(xs.hi, (x) => inside(x, x1, x2));
+// One instance's mask in input pixels over its box's window: {mask (Uint8Array rows x cols),
+// rows, cols, left, top}. logits: Float32Array [mh * mw].
+export function instanceMask(logits, mh, mw, box, inSize) {
+  const up = upsampling(mh, mw, box, inSize);
+  if (!up) return {mask: new Uint8Array(0), rows: 0, cols: 0, left: 0, top: 0};
+  const {rows, cols, xs, ys} = up;
   const mask = new Uint8Array(rows * cols);
   for (let r = 0; r < rows; r++) {
     const fy = ys.frac[r];
-    const upperRow = inside(ys.lo[r], y1, y2) ? ys.lo[r] * mw : -1;
-    const lowerRow = inside(ys.hi[r], y1, y2) ? ys.hi[r] * mw : -1;
-    const at = (row, x, ok) => (row >= 0 && ok ? logits[row + x] : 0);
+    const upperRow = ys.lo[r] * mw;
+    const lowerRow = ys.hi[r] * mw;
     for (let c = 0; c < cols; c++) {
       const fx = xs.frac[c];
       const lo = xs.lo[c];
       const hi = xs.hi[c];
-      const upper = f32(f32(at(upperRow, lo, loIn[c]) * f32(1 - fx)) + f32(at(upperRow, hi, hiIn[c]) * fx));
-      const lower = f32(f32(at(lowerRow, lo, loIn[c]) * f32(1 - fx)) + f32(at(lowerRow, hi, hiIn[c]) * fx));
+      const upper = f32(f32(logits[upperRow + lo] * f32(1 - fx)) + f32(logits[upperRow + hi] * fx));
+      const lower = f32(f32(logits[lowerRow + lo] * f32(1 - fx)) + f32(logits[lowerRow + hi] * fx));
       mask[r * cols + c] = f32(f32(upper * f32(1 - fy)) + f32(lower * fy)) > 0 ? 1 : 0;
     }
   }
-  return {mask, rows, cols, left, top};
+  return {mask, rows, cols, left: up.left, top: up.top};
 }
 
 // The outer boundary of each 4-connected part of mask (rows x cols, 1 = in) as a polygon of
