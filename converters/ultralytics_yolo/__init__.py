@@ -255,6 +255,7 @@ def export(ctx, loaded: Loaded) -> Exported:
         for f in web.iterdir():
             if f.name == "model.json" or f.suffix == ".bin":
                 shutil.copy(f, ctx.workdir / "tfjs" / f.name)
+        shutil.copy(result["metadata"], ctx.workdir / "tfjs" / "metadata.yaml")
         shutil.copy(result["tflite"], ctx.workdir / "model.tflite")
         reference = _load_roles(request["reference"])
         exact = _load_roles(request["reference_fp64"])

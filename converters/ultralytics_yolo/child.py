@@ -158,6 +158,9 @@ def main(request_file: str) -> None:
     names = model.names
     Path(request["result"]).write_text(json.dumps({
         "web_model": str(web),
+        # what the export writes beside model.json (task, names, imgsz...): the pages read it
+        # when this folder is dropped on them
+        "metadata": str(web.parent / f"{stem}_web_model" / "metadata.yaml"),
         "tflite": str(web.parent / f"{stem}_saved_model" / f"{stem}_float32.tflite"),
         "names": [names[i] for i in sorted(names)] if isinstance(names, dict) else list(names),
         "nc": len(names),
