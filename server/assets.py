@@ -44,6 +44,8 @@ VENDOR_FILES = {
        for name in ("litert_wasm_compat_internal", "litert_wasm_internal", "litert_wasm_threaded_internal",
                      "litert_wasm_jspi_internal")
        for ext in ("js", "wasm")},
+    # js-yaml: the metadata.yaml of an Ultralytics TF.js folder a visitor drops on a page.
+    "js-yaml/js-yaml.mjs": "js-yaml/dist/js-yaml.mjs",
     # MediaPipe's own runtime for the hand-pose benchmark's peer (solutionPath).
     **{f"mediapipe-hands/{name}": _MEDIAPIPE + name for name in (
         "hands.js", "hands.binarypb", "hands_solution_packed_assets.data",
@@ -53,12 +55,15 @@ VENDOR_FILES = {
         "hand_landmark_full.tflite", "hand_landmark_lite.tflite")},
 }
 
-# @litertjs/core imports the bare name "@litertjs/wasm-utils": the pages map it with this
-# import map (inline JSON; security.py allows exactly this text by its hash).
-IMPORT_MAP = json.dumps({"imports": {"@litertjs/wasm-utils": "/vendor/litertjs/wasm-utils/index.js"}})
+# @litertjs/core imports the bare name "@litertjs/wasm-utils", model-file.js "js-yaml" (Node
+# finds it in node_modules): the pages map them with this import map (inline JSON;
+# security.py allows exactly this text by its hash).
+IMPORT_MAP = json.dumps({"imports": {"@litertjs/wasm-utils": "/vendor/litertjs/wasm-utils/index.js",
+                                     "js-yaml": "/vendor/js-yaml/js-yaml.mjs"}})
 
 MIMETYPES = {
     ".js": "text/javascript",
+    ".mjs": "text/javascript",
     ".wasm": "application/wasm",
     ".json": "application/json",
     ".bin": "application/octet-stream",

@@ -2,7 +2,19 @@
 // modelcontract/manifest.py; the schema is modelcontract/manifest.schema.json): where its
 // files are, their sizes, and what its outputs are called.
 
+// Manifests made in this page (a model the visitor gave: runtime/model-file.js), by id.
+const local = new Map();
+
+export function registerManifest(manifest) {
+  local.set(manifest.id, manifest);
+}
+
+export function forgetManifest(modelId) {
+  local.delete(modelId);
+}
+
 export async function fetchManifest(modelId) {
+  if (local.has(modelId)) return local.get(modelId);
   let response;
   try {
     response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
@@ -21,16 +33,23 @@ function fileUrl(manifest, path) {
   return `/models/${encodeURIComponent(manifest.id)}/${path}`;
 }
 
+// Whether a backend has something to run: a TF.js graph, or (litert-*) a .tflite.
+export function hasArtifactFor(manifest, litert) {
+  return litert ? Boolean(manifest.litert) : Boolean(manifest.tfjs);
+}
+
 // The TF.js graph of a model part (its model.json).
 export function graphUrl(manifest, part = 'model') {
   return fileUrl(manifest, manifest.tfjs[part] || Object.values(manifest.tfjs)[0]);
 }
 
 // The .tflite of a model part for LiteRT.js: {url, bytes}, or null for a model built
-// before manifests listed it (LiteRT is then not offered for it).
+// before manifests listed it (LiteRT is then not offered for it). A model the visitor gave
+// has its own url (blob:).
 export function tfliteArtifact(manifest, part = 'model') {
   const artifact = (manifest.litert || {})[part];
-  return artifact ? {url: fileUrl(manifest, artifact.path), bytes: artifact.bytes || 0} : null;
+  if (!artifact) return null;
+  return {url: artifact.url || fileUrl(manifest, artifact.path), bytes: artifact.bytes || 0};
 }
 
 // Bytes a browser downloads for a part on a TF.js (graph + shards) or LiteRT backend

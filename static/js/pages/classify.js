@@ -13,6 +13,8 @@ import {FrameSource} from '../runtime/sources.js';
 import {ExamplesPanel} from '../ui/examples-panel.js';
 import {CLASS_SETS} from '../contract/custom_classes.js';
 import {softmax, topK} from '../contract/scores.js';
+import {ModelDrop} from '../ui/model-drop.js';
+import {areModelFiles} from '../runtime/model-file.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
@@ -263,7 +265,7 @@ async function teachFromFiles(files) {
   const vectors = [];
   state.queue = state.queue.then(() => session.use(async (opened) => {
     if (!hasFeatures(opened)) {
-      yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0, or a YOLO classifier converted here).', 'error');
+      yours.say('Your classes need a browser backend and a model with a feature output (EfficientNet-Lite0, or a YOLO classifier converted here: an Ultralytics .tflite gives probabilities only).', 'error');
       return;
     }
     for (const file of files) {
@@ -309,7 +311,11 @@ async function main() {
     addFiles(Array.from(e.target.files));
     e.target.value = '';
   });
-  acceptFiles($('dropzone'), addFiles);
+  // Your own model (a .tflite or a TF.js folder, dropped or picked), kept from an earlier visit
+  // or given now; a model dropped among the images goes there too.
+  const drop = new ModelDrop(session, 'classify', $);
+  acceptFiles($('dropzone'), (files) => (areModelFiles(files) ? drop.give(files) : addFiles(files)));
+  await drop.start();
   $('camera-button').addEventListener('click', snapshot);
   $('live-button').addEventListener('click', () => (state.live ? stopLive() : startLive()));
   $('custom-files').addEventListener('change', (e) => {

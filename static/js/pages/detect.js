@@ -12,6 +12,7 @@ import {FrameSource} from '../runtime/sources.js';
 import {TrackingPanel, download} from '../ui/tracking-panel.js';
 import {CanvasRecorder} from '../ui/recorder.js';
 import {serverReady, inferOnServer} from '../runtime/server-backend.js';
+import {ModelDrop} from '../ui/model-drop.js';
 
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
@@ -257,6 +258,12 @@ async function main() {
   }
   $('max-det').addEventListener('change', rerunImage);
   $('class-filter').addEventListener('change', rerunImage);
+
+  // Your own model (a .tflite or a TF.js folder, dropped or picked), kept from an earlier
+  // visit or given now.
+  const drop = new ModelDrop(session, 'detect', $);
+  frames.onModelFiles = (files) => drop.give(files);
+  await drop.start();
 
   // A live demo starts live: the camera opens while the model loads, unless the page was
   // asked not to.

@@ -4,9 +4,10 @@
 // calls it; `panel` is its status panel.
 import {chooseBackend, isLiteRtBackend, loadModel, rememberBackend, runModel,
         useBackend} from './runtime.js';
-import {fetchManifest, graphUrl, needsAsync, outputKeys, partBytes, tfliteArtifact} from '../contract/manifest.js';
+import {fetchManifest, graphUrl, hasArtifactFor, needsAsync, outputKeys, partBytes, tfliteArtifact} from '../contract/manifest.js';
 import {loadTflite} from './litert.js';
-import {formatError, graphRoles, judge, modelInput, recordCheck, wrongBackends} from '../contract/answers.js';
+import {UltralyticsGraph} from './ultralytics-graph.js';
+import {formatError, graphRoles, judge, modelInput, recordCheck, sampleIndices, wrongBackends} from '../contract/answers.js';
 
 const tf = globalThis.tf;
 
@@ -15,9 +16,19 @@ async function loadFor(backend, manifest, part, onProgress) {
   if (isLiteRtBackend(backend)) {
     const artifact = tfliteArtifact(manifest, part);
     if (!artifact) throw new Error(`${manifest.id}'s manifest lists no .tflite for LiteRT.js (rebuild the model)`);
-    return loadTflite(artifact.url, backend.replace('litert-', ''), onProgress, artifact.bytes, outputKeys(manifest));
+    const graph = await loadTflite(artifact.url, backend.replace('litert-', ''), onProgress, artifact.bytes, outputKeys(manifest));
+    if (manifest.graph !== 'ultralytics-litert') return graph;
+    try {
+      return new UltralyticsGraph(graph, manifest);
+    } catch (err) {
+      graph.dispose();
+      throw err;
+    }
   }
-  const model = await loadModel(graphUrl(manifest, part), onProgress);
+  // A TF.js folder the visitor gave is read from its files; an installed model from the server.
+  const graph = manifest.tfjsFiles ? tf.io.browserFiles(manifest.tfjsFiles.filter((f) => !f.name.startsWith('metadata.')))
+    : graphUrl(manifest, part);
+  const model = await loadModel(graph, onProgress);
   // The converter knows whether the graph has dynamic ops (in-graph NMS): no trial run.
   if (needsAsync(manifest)) model.needsAsync = true;
   return model;
@@ -94,7 +105,12 @@ export async function openModel(modelId, allProbed, override, panel, options = {
   panel.status('Reading the model manifest…', 'loading');
   panel.warn(null);
   const manifest = await fetchManifest(modelId);
+  // Only the backends with something to run: a model the visitor gave is a .tflite alone.
+  const offered = probed.filter((p) => hasArtifactFor(manifest, isLiteRtBackend(p.name)));
   const load = (backend) => loadParts(backend, manifest, parts, create, panel);
+  if (manifest.answer_reference && !manifest.answer_check) {
+    manifest.answer_check = await referenceAnswer(manifest, offered, load, answer, panel);
+  }
   // One run: warms the backend up and, where the build has a record, judges its answer.
   const run = async (model) => {
     if (!answer) return {ms: await warm(model), check: null};
@@ -113,7 +129,7 @@ export async function openModel(modelId, allProbed, override, panel, options = {
       model.dispose();
     }
   };
-  const choice = await chooseBackend(key, probed, timeOne, override, wrongBackends(key, manifest));
+  const choice = await chooseBackend(key, offered, timeOne, override, wrongBackends(key, manifest));
   for (const [name, check] of Object.entries(choice.checks || {})) {
     recordCheck(key, manifest, name, {check, ms: Number.isFinite(choice.timings[name]) ? choice.timings[name] : null});
   }
@@ -122,7 +138,7 @@ export async function openModel(modelId, allProbed, override, panel, options = {
     opened = await loadAndWarm(choice.backend, load, run, panel);
   } catch (err) {
     if (isLiteRtBackend(choice.backend)) {
-      return fallBackToTfjs(probed, choice, key, err, () => openModel(modelId, allProbed, null, panel, options));
+      return fallBackToTfjs(offered, choice, key, err, () => openModel(modelId, allProbed, null, panel, options));
     }
     if (choice.reason !== 'remembered') throw err;
     // A remembered backend that no longer works here (driver update, flag): choose afresh.
@@ -145,6 +161,28 @@ export async function openModel(modelId, allProbed, override, panel, options = {
   panel.warn(warning);
   document.body.dataset.answerCheck = opened.check ? (opened.check.ok ? 'passed' : 'failed') : 'none';
   return {manifest, ...choice, ...opened, warning};
+}
+
+// A model with no source framework's record (one the visitor gave): its answer on the check
+// pattern on the reference backend (manifest.answer_reference, LiteRT.js on WASM), recorded as
+// the converter records PyTorch's, so every other backend is held to it. -> answer_check
+async function referenceAnswer(manifest, offered, load, answer, panel) {
+  const backend = manifest.answer_reference;
+  if (!answer || !offered.some((p) => p.name === backend && p.ok)) {
+    throw new Error(`this model is checked against ${backend}, which this browser cannot run`);
+  }
+  panel.status(`Recording ${backend}'s answer on the check pattern…`);
+  const model = await load(backend);
+  let answered;
+  try {
+    answered = await answer(model, {...manifest, answer_check: {}});
+  } finally {
+    model.dispose();
+  }
+  const record = (values) => ({size: values.length, values: sampleIndices(values.length).map((i) => values[i])});
+  const parts = Object.fromEntries(Object.entries(answered).map(
+    ([part, roles]) => [part, Object.fromEntries(Object.entries(roles).map(([role, v]) => [role, record(v)]))]));
+  return {tolerance: manifest.tolerance, reference: backend, parts};
 }
 
 // The chosen backend: load, then one warm-up run. -> {model, loadMs, warmMs, check}; on

@@ -95,8 +95,9 @@ export function showBackend(name) {
 }
 
 // loadGraphModel with a byte-level progress callback (fraction 0..1).
-export async function loadModel(url, onProgress) {
-  return tf.loadGraphModel(url, {onProgress: (fraction) => onProgress && onProgress(fraction)});
+// source: a model.json URL, or a TF.js IOHandler (tf.io.browserFiles of a folder's files).
+export async function loadModel(source, onProgress) {
+  return tf.loadGraphModel(source, {onProgress: (fraction) => onProgress && onProgress(fraction)});
 }
 
 // Graph models with dynamic ops (NMS, control flow) need executeAsync; the others run

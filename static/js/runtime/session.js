@@ -95,6 +95,24 @@ export class PageSession {
     }).catch((err) => this.panel.status(`Could not load: ${err.message}`, 'error'));
   }
 
+  // Opens `modelId` (one the page added to the picker); when it fails, reopens the model
+  // that was open and throws, so the caller can say why. Waits for the first open.
+  async switchTo(modelId) {
+    await this.started;
+    const previous = this.modelSelect.value;
+    this.modelSelect.value = modelId;
+    try {
+      await this.queue(async () => {
+        await this.open();
+        if (this.page.restart) await this.page.restart();
+      });
+    } catch (err) {
+      this.modelSelect.value = previous;
+      await this.reopen();
+      throw err;
+    }
+  }
+
   queue(job) {
     this.pending += 1;
     const run = this.chain.then(job).finally(() => { this.pending -= 1; });

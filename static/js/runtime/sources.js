@@ -5,6 +5,7 @@
 // everyFrame set, frame by frame: every frame of the file once, in order, each awaited.
 import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError,
   measureFrameRate, seekVideo, videoDuration} from './inputs.js';
+import {areModelFiles} from './model-file.js';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitingText = (what) => `${what} runs as soon as the model is ready (see the status line).`;
@@ -234,7 +235,11 @@ export class FrameSource {
         after(this.useFiles(files));
       });
     }
-    acceptFiles($('stage'), (files) => after(this.useFiles(files)));
+    acceptFiles($('stage'), (files) => {
+      // A model's files dropped where frames go: the page's model drop takes them.
+      if (this.onModelFiles && areModelFiles(files)) this.onModelFiles(files);
+      else after(this.useFiles(files));
+    });
     $('pause-button').addEventListener('click', () => {
       $('pause-button').textContent = this.togglePause() ? 'Resume' : 'Pause';
     });

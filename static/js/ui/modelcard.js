@@ -81,11 +81,25 @@ function builtRow(card) {
             tools.length ? el('details', {}, el('summary', {}, 'tool versions'), el('p', {}, tools.join(' · '))) : null);
 }
 
+// A model the visitor gave (ui/model-drop.js): what its own metadata says.
+function userRows(card) {
+  const {file, bytes, metadata} = card.user;
+  const names = card.labels.length > 6 ? `${card.labels.slice(0, 6).join(', ')}… (${card.labels.length})` : card.labels.join(', ');
+  return [
+    ['Source', el('dd', {}, `your file ${file} · ${megabytes(bytes)} · run in this browser only, never uploaded`)],
+    ['Made by', el('dd', {}, [metadata.author, metadata.version && `version ${metadata.version}`, metadata.date].filter(Boolean).join(' · ') || 'not said')],
+    ['Licence', el('dd', {className: metadata.license ? '' : 'muted'}, metadata.license || 'not said in the file')],
+    ['Classes', el('dd', {}, names)],
+    card.kpt_shape ? ['Keypoints', el('dd', {}, `${card.kpt_shape[0]} of ${card.kpt_shape[1]} values`)] : null,
+    ['Checked', el('dd', {}, 'each backend against LiteRT.js on WASM (no source framework here)')],
+  ].filter(Boolean);
+}
+
 export function renderCard(container, card) {
   container.hidden = !card;
   if (!card) return;
   const tags = [card.task, card.input ? `${card.input.width}×${card.input.height} input` : null];
-  const rows = [
+  const rows = card.user ? userRows(card) : [
     ['Source', sourceRow(card.source)],
     ['Licence', licenceRow(card.licence)],
     ['Size', sizesRow(card)],
@@ -100,13 +114,27 @@ export function renderCard(container, card) {
   container.dataset.model = card.id;
 }
 
+const cards = {};
+let show = () => {};
+
+// A card for a model the page adds itself (ui/model-drop.js); shown if it is the one picked.
+export function addCard(id, card) {
+  cards[id] = card;
+  show();
+}
+
+// After the picker was set from code (no change event).
+export function refreshCard() {
+  show();
+}
+
 function main() {
   const container = $('model-card');
   const select = $('model-select');
   const data = $('model-cards');
   if (!container || !select || !data) return;
-  const cards = JSON.parse(data.textContent);
-  const show = () => renderCard(container, cards[select.value]);
+  Object.assign(cards, JSON.parse(data.textContent));
+  show = () => renderCard(container, cards[select.value]);
   select.addEventListener('change', show);
   show();
 }
