@@ -84,6 +84,16 @@ def wait_frames(page, n: int, timeout: float = 300_000):
                            arg=n, timeout=timeout)
 
 
+# The detect page's rows with a YOLO task's extras: class_id, score, box, polygons, keypoints, corners.
+TASK_ROWS = """() => Array.from(document.querySelectorAll('#results li')).map(li => {
+  const points = (s) => s.split(';').map((p) => p.split(',').map(Number));
+  return {class_id: +li.dataset.classId, score: +li.dataset.score, box: li.dataset.box.split(',').map(Number),
+          polygons: li.dataset.polygons ? li.dataset.polygons.split('|').map(points) : null,
+          keypoints: li.dataset.keypoints ? points(li.dataset.keypoints) : null,
+          corners: li.dataset.corners ? points(li.dataset.corners) : null};
+})"""
+
+
 def page_detections(page) -> list[dict]:
     """The detections the detect page lists: class_id, label, score, box (source pixels)."""
     return page.eval_on_selector_all(

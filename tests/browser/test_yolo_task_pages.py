@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from converters.scenes import dataset, train
-from harness.browser import CHROMIUM, launch, open_ready, screenshot
+from harness.browser import CHROMIUM, TASK_ROWS, launch, open_ready, screenshot
 from harness.clips import write_webm
 from harness.servers import serving
 from harness.track_scenes import crossing_seed, crossings, sliding_scene
@@ -27,14 +27,6 @@ pytestmark = [pytest.mark.slow,
 
 TASKS = ("segment", "pose", "obb")
 SEED = 700_003  # a held-out scene with several objects
-
-ROWS = """() => Array.from(document.querySelectorAll('#results li')).map(li => {
-  const points = (s) => s.split(';').map((p) => p.split(',').map(Number));
-  return {class_id: +li.dataset.classId, box: li.dataset.box.split(',').map(Number),
-          polygons: li.dataset.polygons ? li.dataset.polygons.split('|').map(points) : null,
-          keypoints: li.dataset.keypoints ? points(li.dataset.keypoints) : null,
-          corners: li.dataset.corners ? points(li.dataset.corners) : null};
-})"""
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +49,7 @@ def test_the_page_shows_the_apis_answer(browser, build, task, tmp_path):
         page.set_input_files("#image-file", str(path))
         page.wait_for_function("() => +(document.getElementById('results').dataset.frame || 0) >= 1",
                                timeout=60_000)
-        rows = page.evaluate(ROWS)
+        rows = page.evaluate(TASK_ROWS)
         check = page.get_attribute("body", "data-answer-check")
         screenshot(page, f"detect-yolo-{task}")
         context.close()

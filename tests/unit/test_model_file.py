@@ -1,0 +1,166 @@
+"""static/js/runtime/model-file.js in Node: the metadata Ultralytics appends to a .tflite, read
+as Python's zipfile reads it (deflated, or stored; with a zip comment), the manifest a page
+makes of it for every task, and the one message for each file the page cannot run."""
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from harness.node import js_url, run_node
+from harness.paths import JS
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ultralytics-litert"
+TASKS = ("detect", "segment", "pose", "obb", "classify")
+
+READ = """
+import {File} from 'node:buffer';
+const mf = await import(%s);
+const {headScale} = await import(%s);
+const out = [];
+for (const c of req.cases) {
+  const files = c.paths.map((p, i) => new File([readFileSync(p)], c.names[i]));
+  try {
+    const model = await mf.readModelFiles(files, c.page);
+    const manifest = mf.userManifest(model, {id: 'yours-x', url: 'blob:x', files: model.files, added: 0});
+    delete manifest.tfjsFiles;
+    const rows = manifest.outputs.format === 'probabilities' ? null
+      : 4 + model.labels.length + (model.task === 'pose' ? model.kptShape[0] * model.kptShape[1] : model.task === 'obb' ? 1 : model.task === 'segment' ? 32 : 0);
+    out.push({metadata: model.metadata, manifest, scale: rows && Array.from(headScale(rows, model.imgsz, model.labels.length, model.kptShape))});
+  } catch (e) {
+    out.push({error: e.message, kind: e.constructor.name});
+  }
+}
+process.stdout.write(JSON.stringify(out));
+""" % (js_url(JS / "runtime/model-file.js"), js_url(JS / "runtime/ultralytics-graph.js"))
+
+
+def read(cases: list[dict]) -> list[dict]:
+    """Each case: the files given at once ("path" or "paths"; named "name" / "names", else as
+    the files are), for the "page"."""
+    payload = []
+    for c in cases:
+        paths = c.get("paths") or [c["path"]]
+        names = c.get("names") or ([c["name"]] if "name" in c else [Path(p).name for p in paths])
+        payload.append({"paths": [str(p) for p in paths], "names": names, "page": c["page"]})
+    return run_node(READ, {"cases": payload})
+
+
+def metadata_of(path: Path) -> dict:
+    data = path.read_bytes()
+    return json.loads(zipfile.ZipFile(io.BytesIO(data[data.rfind(b"PK\x03\x04"):])).read("metadata.json"))
+
+
+def rezipped(path: Path, out: Path, compression: int, comment: bytes = b"", **changes) -> Path:
+    data = path.read_bytes()
+    start = data.rfind(b"PK\x03\x04")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as z:
+        z.writestr("metadata.json", json.dumps({**metadata_of(path), **changes}))
+        z.comment = comment
+    out.write_bytes(data[:start] + buffer.getvalue())
+    return out
+
+
+def test_every_tasks_metadata_reads_as_pythons_zipfile_reads_it_and_makes_its_manifest():
+    cases = [{"path": FIXTURES / f"{t}.tflite", "name": f"{t}.tflite", "page": "classify" if t == "classify" else "detect"}
+             for t in TASKS]
+    results = read(cases)
+    for task, case, got in zip(TASKS, cases, results):
+        assert "error" not in got, got
+        meta = metadata_of(case["path"])
+        assert got["metadata"] == meta and meta["task"] == task
+        manifest = got["manifest"]
+        assert manifest["ultralytics_task"] == task and manifest["labels"] == [meta["names"][str(i)] for i in range(len(meta["names"]))]
+        assert manifest["input"]["shape"] == [1, *meta["imgsz"], 3] and manifest["litert"]["model"]["url"] == "blob:x"
+        assert manifest["outputs"]["format"] == {"detect": "yolo-raw", "segment": "yolo-seg", "pose": "yolo-pose",
+                                                 "obb": "yolo-obb", "classify": "probabilities"}[task]
+        h, w = meta["imgsz"]
+        if task == "pose":  # x and y of every keypoint over the width and height; visibility as is
+            k, d = meta["kpt_shape"]
+            nc = len(meta["names"])
+            assert manifest["kpt_shape"] == [k, d]
+            assert got["scale"][4 + nc::d] == [w] * k and got["scale"][5 + nc::d] == [h] * k
+            assert got["scale"][6 + nc::d] == [1] * k
+        if got["scale"]:
+            assert got["scale"][:4] == [w, h, w, h] and set(got["scale"][4:4 + len(meta["names"])]) == {1}
+
+
+def test_a_stored_entry_and_a_zip_comment_read_the_same(tmp_path):
+    stored = rezipped(FIXTURES / "pose.tflite", tmp_path / "stored.tflite", zipfile.ZIP_STORED, comment=b"made here")
+    got = read([{"path": stored, "name": "stored.tflite", "page": "detect"}])[0]
+    assert got.get("metadata") == metadata_of(FIXTURES / "pose.tflite")
+
+
+def test_each_file_the_page_cannot_run_gets_its_message(tmp_path):
+    segment = FIXTURES / "segment.tflite"
+    data = segment.read_bytes()
+    (tmp_path / "bare.tflite").write_bytes(data[:data.rfind(b"PK\x03\x04")])
+    (tmp_path / "text.tflite").write_text("hello")
+    (tmp_path / "best.pt").write_bytes(b"PK\x03\x04")
+    (tmp_path / "model.json").write_text("{}")
+    (tmp_path / "group1-shard1of1.bin").write_bytes(b"\0" * 8)
+    cases = {
+        "bare.tflite": ("detect", "without Ultralytics metadata"),
+        "text.tflite": ("detect", "is not a model this page can run"),
+        "best.pt": ("detect", "PyTorch checkpoint"),
+        "model.json": ("detect", "is not a TF.js graph model"),
+        "group1-shard1of1.bin": ("detect", "part of a TF.js model"),
+        "depth.tflite": ("detect", 'task "depth"'),
+        "e2e.tflite": ("detect", "end2end=False"),
+        "nonames.tflite": ("detect", "lacks class names"),
+        "gray.tflite": ("detect", "wants 1 channels"),
+        "nokpt.tflite": ("detect", "without a usable kpt_shape"),
+        "segment.tflite": ("classify", "open it on /detect"),
+    }
+    rezipped(segment, tmp_path / "depth.tflite", zipfile.ZIP_DEFLATED, task="depth")
+    rezipped(segment, tmp_path / "e2e.tflite", zipfile.ZIP_DEFLATED, end2end=True)
+    rezipped(segment, tmp_path / "nonames.tflite", zipfile.ZIP_DEFLATED, names={})
+    rezipped(segment, tmp_path / "gray.tflite", zipfile.ZIP_DEFLATED, channels=1)
+    rezipped(FIXTURES / "pose.tflite", tmp_path / "nokpt.tflite", zipfile.ZIP_DEFLATED, kpt_shape=None)
+    (tmp_path / "segment.tflite").write_bytes(data)
+    results = read([{"path": tmp_path / name, "name": name, "page": page} for name, (page, _) in cases.items()])
+    for (name, (_, words)), got in zip(cases.items(), results):
+        assert got.get("kind") == "ModelFileError" and words in got["error"], (name, got)
+
+
+def tfjs_folder(folder: Path, metadata: dict, shards: int = 2) -> list[Path]:
+    """A TF.js graph model's files as Ultralytics' TF.js export lays them out (weights are
+    not read here): model.json, its shards, metadata.yaml."""
+    import yaml
+
+    folder.mkdir()
+    paths = [f"group1-shard{i + 1}of{shards}.bin" for i in range(shards)]
+    (folder / "model.json").write_text(json.dumps({
+        "format": "graph-model", "signature": {"outputs": {"Identity_1:0": {"name": "Identity_1:0"},
+                                                           "Identity:0": {"name": "Identity:0"}}},
+        "modelTopology": {"node": []}, "weightsManifest": [{"paths": paths, "weights": []}]}))
+    for p in paths:
+        (folder / p).write_bytes(b"\0" * 16)
+    (folder / "metadata.yaml").write_text(yaml.safe_dump(metadata))
+    return sorted(folder.iterdir())
+
+
+def test_a_tfjs_folder_reads_from_its_metadata_yaml_and_wants_every_file(tmp_path):
+    metadata = {"description": "Ultralytics YOLOv8n-seg model trained on data.yaml", "task": "segment",
+                "imgsz": [320, 320], "names": {0: "circle", 1: "square"}, "stride": 32, "batch": 1}
+    files = tfjs_folder(tmp_path / "web", metadata)
+    no_meta = [f for f in files if f.name != "metadata.yaml"]
+    no_shard = [f for f in files if f.name != "group1-shard2of2.bin"]
+    whole, missing, bare = read([{"paths": files, "page": "detect"}, {"paths": no_shard, "page": "detect"},
+                                 {"paths": no_meta, "page": "detect"}])
+    assert whole.get("metadata") == metadata | {"names": {"0": "circle", "1": "square"}}, whole
+    manifest = whole["manifest"]
+    assert manifest["tfjs"] == {"model": "model.json"} and "litert" not in manifest
+    assert manifest["answer_reference"] == "wasm" and manifest["title"] == "YOLOv8n-seg (your TF.js model)"
+    assert manifest["input"]["shape"] == [1, 320, 320, 3] and manifest["labels"] == ["circle", "square"]
+    assert manifest["outputs"]["tensors"] == [{"name": "Identity", "key": "head", "role": "head"},
+                                              {"name": "Identity_1", "key": "prototypes", "role": "prototypes"}]
+    assert "group1-shard2of2.bin: pick every file of the model's folder" in missing["error"]
+    assert "no metadata.yaml beside model.json" in bare["error"]
