@@ -81,15 +81,27 @@ def is_up_to_date(target: Path, source: Source, options: dict) -> bool:
                 and current.get("options") == options)
 
 
+def trained_side(family, source) -> int | None:
+    """Without --imgsz, a checkpoint builds at the side it was trained at, where that side is
+    one the family takes (a multiple of its IMGSZ_STEP within range); else the default."""
+    side = source.extra.get("trained_imgsz")
+    step = getattr(family, "IMGSZ_STEP", None)
+    low, high = stages.IMGSZ_RANGE
+    return side if step and side and side % step == 0 and low <= side <= high else None
+
+
 def convert(name: str, weights: str | None = None, out: Path | None = None,
             quantize: str = "none", force: bool = False, imgsz: int | None = None) -> Path:
     """Build one model into ``out/<name>[-<imgsz>][-<quantize>]``; returns the installed folder."""
     mod = family(name)
-    imgsz = stages.input_side(mod, imgsz)
-    out = Path(out) if out else models_dir()
-    target = out / model_folder_name(name, quantize, imgsz, getattr(mod, "IMGSZ", None))
+    given = stages.input_side(mod, imgsz) if imgsz is not None else None  # a bad --imgsz: before any work
     started = time.perf_counter()
     source = mod.resolve_source(weights)
+    imgsz = given or trained_side(mod, source) or stages.input_side(mod, None)
+    if given is None and imgsz != getattr(mod, "IMGSZ", None) and imgsz is not None:
+        print(f"[{name}] {imgsz} px, the size the checkpoint was trained at (--imgsz builds another)")
+    out = Path(out) if out else models_dir()
+    target = out / model_folder_name(name, quantize, imgsz, getattr(mod, "IMGSZ", None))
     options = options_of(weights, quantize, imgsz)
     if not force and is_up_to_date(target, source, options):
         print(f"[{name}] up to date in {target} (same source sha256 and options; --force rebuilds)")

@@ -22,10 +22,13 @@ weights exist only inside that process.
 """
 from __future__ import annotations
 
+import io
 import json
+import pickle
 import re
 import shutil
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,7 +144,44 @@ def resolve_source(weights: str | None) -> sources.Source:
                              f"{EXPECTED}", "pass such a .pt (e.g. yolo11n.pt, yolo11n-seg.pt) with --weights PATH")
     source.licence = sources.user_licence(KIND)
     source.extra["task"] = tasks[-1]  # the most specific, should a subclass pickle its base too
+    trained = trained_side(source.path)
+    if trained:
+        source.extra["trained_imgsz"] = trained
     return source
+
+
+class _Stub:
+    """Whatever a checkpoint pickles besides plain data: built from anything, holds nothing."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __setstate__(self, state):
+        pass
+
+
+class _PlainData(pickle.Unpickler):
+    """Reads a pickle's dicts, lists, strings and numbers; every class or function it names
+    (the model, tensors, optimizer) becomes a _Stub, so nothing is imported or run."""
+
+    def find_class(self, module, name):
+        return _Stub
+
+    def persistent_load(self, pid):
+        return None
+
+
+def trained_side(path: Path) -> int | None:
+    """The input side a checkpoint was trained at (its train_args["imgsz"]), read without
+    unpickling its model; None when it doesn't say."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            name = next(n for n in zf.namelist() if n.endswith("data.pkl"))
+            checkpoint = _PlainData(io.BytesIO(zf.read(name))).load()
+        side = checkpoint.get("train_args", {}).get("imgsz")
+    except Exception:  # noqa: BLE001 - anything unreadable just has no side to offer
+        return None
+    return side if isinstance(side, int) and side > 0 else None
 
 
 def _export(request: dict, tmp: Path, ctx) -> dict:

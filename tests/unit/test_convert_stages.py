@@ -102,3 +102,47 @@ def test_check_gates_on_the_target(tmp_path, monkeypatch):
     recorded = stages.check(_ctx(tmp_path, "uint8"), tfjs_model="m.json", tflite_model="m.tflite", inputs={},
                             compare=compare(0.3))
     assert recorded.passed and recorded.target is None  # uint8: figures recorded, no numeric target
+
+
+class Pickled:
+    """Stands for a checkpoint's model object (the reader must not import this module)."""
+
+
+class Runs:
+    """A pickle that would run code when loaded: os.system(...)."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.marker}",)
+
+
+def checkpoint(path, payload) -> str:
+    import pickle
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("best/data.pkl", pickle.dumps(payload, protocol=2))
+    return str(path)
+
+
+def test_a_checkpoint_builds_at_its_training_size_read_without_running_it(tmp_path):
+    from converters import pipeline
+    from converters.ultralytics_yolo import trained_side
+    import converters.ultralytics_yolo as yolo
+
+    marker = tmp_path / "ran"
+    ok = checkpoint(tmp_path / "ok.pt", {"model": Pickled(), "hook": Runs(marker), "train_args": {"imgsz": 320}})
+    assert trained_side(ok) == 320 and not marker.exists()
+    assert trained_side(checkpoint(tmp_path / "none.pt", {"model": Pickled()})) is None
+    assert trained_side(checkpoint(tmp_path / "list.pt", {"train_args": {"imgsz": [320, 256]}})) is None
+    (tmp_path / "junk.pt").write_bytes(b"not a zip")
+    assert trained_side(tmp_path / "junk.pt") is None
+    side = lambda value: pipeline.trained_side(yolo, types.SimpleNamespace(extra={"trained_imgsz": value}))  # noqa: E731
+    assert side(160) == 160 and side(64) == 64
+    assert side(100) is None and side(1600) is None and side(None) is None  # the default then
+    assert pipeline.trained_side(__import__("converters.efficientnet_lite", fromlist=["x"]),
+                                 types.SimpleNamespace(extra={"trained_imgsz": 224})) is None  # a fixed input
