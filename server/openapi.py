@@ -256,7 +256,20 @@ SCHEMAS = {
         "properties": {"model": {"type": "string"}, "video": {"$ref": "#/components/schemas/VideoInfo"},
                        "tracks": {"type": "array", "items": {"$ref": "#/components/schemas/TrackRow"}},
                        "counts": {"$ref": "#/components/schemas/LineCounts"},
+                       "shapes": {"type": "array", "items": {"$ref": "#/components/schemas/TrackShape"},
+                                  "description": "segmentation, pose and OBB models only: one per row of "
+                                                 "`tracks`, in order"},
                        "timing_ms": {"$ref": "#/components/schemas/Timing"}},
+    },
+    "TrackShape": {
+        "type": "object", "additionalProperties": False,
+        "description": "what the detection a track matched on that frame adds to its box (see Detection): "
+                       "`polygons` (segmentation), `keypoints` (pose), `corners` and `angle` (OBB)",
+        "properties": {"polygons": {"type": "array", "items": {"type": "array", "items": POINT}},
+                       "keypoints": {"type": "array", "items": {"type": "array", "items": {"type": "number"},
+                                                                "minItems": 3, "maxItems": 3}},
+                       "corners": {"type": "array", "items": POINT, "minItems": 4, "maxItems": 4},
+                       "angle": {"type": "number", "minimum": 0}},
     },
     "ModelSummary": {
         "type": "object", "required": ["id", "task"],

@@ -5,7 +5,9 @@ Each (stride-th) frame: the detector's detections -> Tracker -> LineCounter
 (modelcontract/track.py, the twin of the page's track.js: the same IDs and counts as the page
 given the same detections). Frames are decoded one at a time (server/video.py), so memory is
 one frame, not the video. The answer: the page's CSV rows (``tracks``, MOT columns, frames
-numbered in the video from 1) and its counts.json record (``counts``).
+numbered in the video from 1) and its counts.json record (``counts``). A segmentation, pose or
+OBB model's answer also has ``shapes``, one per row of ``tracks``: what the detection the track
+matched on that frame adds to its box (mask outline, keypoints, rotated corners and angle).
 """
 from __future__ import annotations
 
@@ -16,6 +18,16 @@ from modelcontract import track as tracking
 from .. import video
 
 STAGES = ("preprocess", "model", "postprocess")
+# A detection's fields beyond its box, per Ultralytics task (modelcontract/decode.py).
+SHAPES = {"yolo-seg": ("polygons",), "yolo-pose": ("keypoints",), "yolo-obb": ("corners", "angle")}
+
+
+def shapes_of(tracks: list[dict], detections: list[dict], fields: tuple[str, ...]) -> list[dict]:
+    """For each track (as tracking.mot_rows lists them), the extras of the detection it matched
+    on this frame: the tracker keeps that detection's box as the track's box."""
+    by_box = {tuple(d["box"]): d for d in detections}
+    return [{k: by_box[tuple(t["box"])][k] for k in fields if k in by_box.get(tuple(t["box"]), {})}
+            for t in tracks]
 
 
 def track_video(runner, opts, data: bytes, *, line=None, stride: int = 1, max_pixels: int,
@@ -25,7 +37,8 @@ def track_video(runner, opts, data: bytes, *, line=None, stride: int = 1, max_pi
     or None (no counts). Past ``max_pixels`` a frame or ``max_frames`` frames: a Problem (413)."""
     tracker = tracking.Tracker()
     counter = tracking.LineCounter(*line) if line else None
-    rows, classes = [], {}
+    fields = SHAPES.get((runner.manifest.get("outputs") or {}).get("format"))
+    rows, classes, shapes = [], {}, []
     timing = {stage: 0.0 for stage in (*STAGES, "track")}
     t0 = time.perf_counter()
     with video.open_video(data, max_pixels, max_frames) as clip:
@@ -42,6 +55,8 @@ def track_video(runner, opts, data: bytes, *, line=None, stride: int = 1, max_pi
             t0 = time.perf_counter()
             tracks = tracker.update(result["detections"])
             rows += tracking.mot_rows(number, tracks)
+            if fields:
+                shapes += shapes_of(tracks, result["detections"], fields)
             if counter:
                 counter.update(tracks)
             classes.update((tracking.class_name(t), t["class_id"]) for t in tracks)
@@ -54,5 +69,6 @@ def track_video(runner, opts, data: bytes, *, line=None, stride: int = 1, max_pi
               "counts": {"line": {"from": counter.a, "to": counter.b} if counter else None,
                          "counts": counter.counts if counter else {}, "frames": tracker.frame,
                          "tracks": tracker.next_id - 1, "classes": classes},
+              **({"shapes": shapes} if fields else {}),
               "timing_ms": {stage: round(ms, 3) for stage, ms in timing.items()}}
     return answer, decode_ms

@@ -351,6 +351,21 @@ def test_tracking_and_line_counts_on_every_task(trained_scenes, built_model, tas
     assert crossing and counts == {label: {"in": n, "out": n} for label, n in crossing.items()}, \
         figures[f"{task} tracking"]
     assert len(ids) == result["counts"]["tracks"]
+    # Each row's shape: the mask outline, keypoints or rotated corners of the detection it matched,
+    # about the row's box.
+    fields = {"segment": {"polygons"}, "pose": {"keypoints"}, "obb": {"corners", "angle"}}[task]
+    assert len(result["shapes"]) == len(result["tracks"]) and all(set(s) == fields for s in result["shapes"])
+    for row, shape in zip(result["tracks"], result["shapes"]):
+        if task == "segment":
+            points = np.concatenate([np.asarray(p, float) for p in shape["polygons"]])
+        elif task == "pose":  # the keypoints the model sees (visibility > 0.5)
+            points = np.asarray([p[:2] for p in shape["keypoints"] if p[2] > 0.5] or [[row[2], row[3]]], float)
+        else:  # corners are not clamped to the picture; the box is
+            points = np.clip(np.asarray(shape["corners"], float), 0, size)
+        x, y, w, h = row[2:6]
+        slack = 2 + 0.1 * max(w, h)  # a keypoint is predicted apart from the box: a foot may stick out
+        assert (points[:, 0] >= x - slack).all() and (points[:, 0] <= x + w + slack).all(), (row, shape)
+        assert (points[:, 1] >= y - slack).all() and (points[:, 1] <= y + h + slack).all(), (row, shape)
     # The OBB model trained here calls one bar an ellipse on some frames as it moves (measured:
     # 5 detections of 3 objects on the first frame, one object's class flipping mid-clip); the
     # tracker matches within a class, so that object gets a new ID. The others keep theirs.
