@@ -172,6 +172,7 @@ async function referenceAnswer(manifest, offered, load, answer, panel) {
     throw new Error(`this model is checked against ${backend}, which this browser cannot run`);
   }
   panel.status(`Recording ${backend}'s answer on the check pattern…`);
+  await useBackend(backend);
   const model = await load(backend);
   let answered;
   try {
