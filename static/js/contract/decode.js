@@ -58,13 +58,16 @@ function classMask(options, numClasses) {
 }
 
 // [1, 4+nc+extra, A] -> the anchors NMS keeps (per class unless the manifest says agnostic):
-// {kept, rows (the head as a [A, 4+nc+extra] tensor, for the caller to gather from and
-// dispose), boxes (x1,y1,x2,y2 per anchor), best, bestClass}. The twin of decode.py raw_candidates.
+// {kept, columns (the head as a [4+nc+extra, A] tensor, for keptRows to gather from; the
+// caller disposes it), boxes (x1,y1,x2,y2 per anchor), best, bestClass}. Only the boxes and
+// scores are transposed: a segmentation head's 32 mask rows are read for the kept anchors
+// alone. The twin of decode.py raw_candidates.
 async function rawCandidates(manifest, head, nc, options) {
   const agnostic = (manifest.nms || {}).agnostic !== false;
   const mask = classMask(options, nc);
-  const [rows, boxes, best, bestClass, nmsBoxes] = tf.tidy(() => {
-    const rows = head.squeeze([0]).transpose();                // [A, 4+nc+extra]
+  const [columns, boxes, best, bestClass, nmsBoxes] = tf.tidy(() => {
+    const columns = head.squeeze([0]);                          // [4+nc+extra, A]
+    const rows = columns.slice([0, 0], [4 + nc, -1]).transpose();   // [A, 4+nc]
     const classScores = rows.slice([0, 4], [-1, nc]);
     const [cx, cy, w, h] = tf.split(rows.slice([0, 0], [-1, 4]), 4, 1);
     const xyxy = tf.concat([cx.sub(w.div(2)), cy.sub(h.div(2)), cx.add(w.div(2)), cy.add(h.div(2))], 1);
@@ -75,15 +78,15 @@ async function rawCandidates(manifest, head, nc, options) {
     const scores = mask ? tf.where(tf.gather(tf.tensor1d(mask), cls).cast('bool'), classScores.max(1),
                                    tf.fill([rows.shape[0]], -Infinity)) : classScores.max(1);
     // NMS wants y1,x1,y2,x2.
-    return [rows, xyxy, scores, cls, tf.gather(xyxy.add(shift), [1, 0, 3, 2], 1)];
+    return [columns, xyxy, scores, cls, tf.gather(xyxy.add(shift), [1, 0, 3, 2], 1)];
   });
   let kept;
   try {
     kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet, options.iou, options.score);
     const [k, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
-    return {kept: Array.from(k), rows, boxes: b, best: s, bestClass: c};
+    return {kept: Array.from(k), columns, boxes: b, best: s, bestClass: c};
   } catch (error) {
-    rows.dispose();
+    columns.dispose();
     throw error;
   } finally {
     tf.dispose([boxes, best, bestClass, nmsBoxes, kept].filter(Boolean));
@@ -102,14 +105,20 @@ function toSourcePoint([x, y], frame) {
 
 async function decodeRaw(manifest, outputs, frame, options) {
   const c = await rawCandidates(manifest, outputs[0], outputs[0].shape[1] - 4, options);
-  c.rows.dispose();
+  c.columns.dispose();
   return c.kept.map((i) => row(manifest, c, i, frame));
 }
 
-// The rows of the kept anchors, from column `from` on: Float32Array [kept x (columns - from)].
+// The head's rows of the kept anchors, from `from` on (`count` of them; -1: the rest):
+// a [kept, count] tensor (the caller disposes it).
+function keptRows(c, from, count = -1) {
+  return tf.tidy(() => tf.gather(c.columns, c.kept, 1).slice([from, 0], [count, -1]).transpose());
+}
+
+// The same as a Float32Array [kept x (rows - from)].
 async function keptColumns(c, from) {
   if (c.kept.length === 0) return new Float32Array(0);
-  const picked = tf.tidy(() => tf.gather(c.rows, c.kept).slice([0, from], [-1, -1]));
+  const picked = keptRows(c, from);
   try {
     return await picked.data();
   } finally {
@@ -129,7 +138,7 @@ async function decodeSegment(manifest, outputs, frame, options) {
   let prototypes = new Float32Array(0);
   try {
     if (c.kept.length) {
-      const kept = tf.tidy(() => tf.gather(c.rows, c.kept).slice([0, 4 + nc], [-1, nm]));
+      const kept = keptRows(c, 4 + nc, nm);
       try {
         [coefficients, prototypes] = await Promise.all([kept.data(), protos.data()]);
       } finally {
@@ -137,7 +146,7 @@ async function decodeSegment(manifest, outputs, frame, options) {
       }
     }
   } finally {
-    c.rows.dispose();
+    c.columns.dispose();
   }
   const found = [];
   c.kept.forEach((i, n) => {
@@ -160,7 +169,7 @@ async function decodePose(manifest, outputs, frame, options) {
   try {
     points = await keptColumns(c, 4 + nc);
   } finally {
-    c.rows.dispose();
+    c.columns.dispose();
   }
   const width = outputs[0].shape[1] - 4 - nc;
   return c.kept.map((i, n) => ({...row(manifest, c, i, frame), keypoints: Array.from({length: k}, (_, j) => {
