@@ -99,6 +99,9 @@ def match(a_boxes, b_boxes) -> list[tuple[int, int, float]]:
     # the bundled yamls all have 80 classes (nc: 80), pose and OBB too
     pytest.param("yolo11n-pose.yaml", "pose", 4 + 80 + 17 * 3, marks=pytest.mark.slow),
     pytest.param("yolo11n-obb.yaml", "obb", 4 + 80 + 1, marks=pytest.mark.slow),
+    # YOLO26's end-to-end head: exported as Ultralytics' end2end=False, its one-to-many branch
+    # (trained beside the one-to-one), decoded with NMS in the page like the others
+    pytest.param("yolo26n.yaml", "detect", 4 + 80, marks=pytest.mark.slow),
 ])
 def test_full_size_architectures_convert_with_parity(built_model, architecture, task, head_rows, figures):
     m = json.loads((built_model("yolo", weights=architecture) / "manifest.json").read_text())
