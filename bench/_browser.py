@@ -42,6 +42,27 @@ def server_and_browser(models: Path, chromium_args=()):
             browser.close()
 
 
+# The page's own time for each of the next n frames it shows (#results data-total-ms: input,
+# model, decode and drawing, in ms).
+FRAME_TIMES = """async (n) => {
+  const list = document.getElementById('results');
+  const seen = [];
+  let last = +list.dataset.frame;
+  while (seen.length < n) {
+    await new Promise((r) => setTimeout(r, 5));
+    if (+list.dataset.frame !== last) { last = +list.dataset.frame; seen.push(+list.dataset.totalMs); }
+  }
+  return seen;
+}"""
+
+# Frames drawn per second over a window of the live loop.
+LIVE_FPS = """async (seconds) => {
+  const list = document.getElementById('results');
+  const f0 = +list.dataset.frame, t0 = performance.now();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  return (+list.dataset.frame - f0) * 1000 / (performance.now() - t0);
+}"""
+
 def median(values):
     return statistics.median(values) if values else float("nan")
 

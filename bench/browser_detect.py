@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
+from _browser import BARE_MODEL_TIMES, FRAME_TIMES, LIVE_FPS, median, native_litert_ms, parse_args, server_and_browser
 
 from bench._results import write_results
 from converters.sources import load_photo
@@ -34,25 +34,6 @@ from modelcontract.geometry import prepare
 from harness.browser import fake_camera_flags
 from harness.clips import write_y4m
 from harness.photos import letterbox_rgb
-
-FRAME_TIMES = """async (n) => {
-  const list = document.getElementById('results');
-  const seen = [];
-  let last = +list.dataset.frame;
-  while (seen.length < n) {
-    await new Promise((r) => setTimeout(r, 5));
-    if (+list.dataset.frame !== last) { last = +list.dataset.frame; seen.push(+list.dataset.totalMs); }
-  }
-  return seen;
-}"""
-
-# Frames drawn per second over a window of the live loop.
-LIVE_FPS = """async (seconds) => {
-  const list = document.getElementById('results');
-  const f0 = +list.dataset.frame, t0 = performance.now();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  return (+list.dataset.frame - f0) * 1000 / (performance.now() - t0);
-}"""
 
 
 # The seed demo's per-frame work, as a bare loop on the page's video for `seconds`
