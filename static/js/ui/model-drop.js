@@ -1,8 +1,8 @@
 // "Your model": a .tflite exported by Ultralytics (on LiteRT.js) or its TF.js folder (on
 // TF.js), dropped on the model panel (or where the page takes images) or picked, runs in this
-// browser. It is kept for the next
-// visit (IndexedDB), listed in the model picker with a card from its own metadata, and can be
-// removed. A file the page cannot run gets one message and the page keeps its model.
+// browser. It is kept for the next visit (IndexedDB), listed in the model picker with a card
+// from its own metadata, and can be removed. A file the page cannot run gets one message and
+// the page keeps its model.
 import {addModel, keptModels, removeModel} from '../runtime/user-models.js';
 import {acceptFiles} from '../runtime/inputs.js';
 import {addCard, refreshCard} from './modelcard.js';
