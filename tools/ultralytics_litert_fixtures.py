@@ -3,7 +3,7 @@ today's Ultralytics LiteRT export (``format="litert"``, metadata appended inside
 users bring them to the pages, with Ultralytics' own ``predict()`` answers on held-out scenes.
 
 The tests drop these files into /detect and /classify and hold the pages to those answers; they
-need neither Ultralytics 8.4.190 nor litert-torch (about 7 GB with their dependencies, so not in
+need neither Ultralytics 8.4.190 nor litert-torch (a 7.2 GB venv with torch; not pinned, so not in
 make test's install). This script does, in a venv of its own:
 
     python3.11 -m venv /tmp/ulx
