@@ -120,7 +120,8 @@ function tooLarge(name, bytes) {
 
 // What the page needs before it runs the files given at once, or the one reason it can't:
 // a .tflite, or a TF.js folder's files (model.json, its shards, metadata.yaml).
-// -> {kind: 'tflite' | 'tfjs', name, files: [File], metadata, task, labels, imgsz, kptShape, outputs?}
+// -> {kind: 'tflite' | 'tfjs', name, files: [File], data? (a .tflite's bytes, read already),
+//     bytes (the size), metadata, task, labels, imgsz, kptShape, outputs?}
 export async function readModelFiles(files, pageTask) {
   if (files.some((f) => f.name === 'model.json')) return readTfjsFolder(files, pageTask);
   const [file] = files;
@@ -140,7 +141,8 @@ export async function readModelFiles(files, pageTask) {
   if (!metadata) {
     throw new ModelFileError(`${name} is a .tflite without Ultralytics metadata (task, class names, input size), so the page cannot tell how to read its outputs: ${EXPORT_HINT}.`);
   }
-  return {kind: 'tflite', name, files: [file], bytes: bytes.length, metadata, ...readMetadata(name, metadata, pageTask)};
+  return {kind: 'tflite', name, files: [file], data: bytes, bytes: bytes.length, metadata,
+          ...readMetadata(name, metadata, pageTask)};
 }
 
 // A TF.js graph model's output names from its model.json signature.

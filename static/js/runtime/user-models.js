@@ -8,8 +8,7 @@ import {PAGE_TASKS, readModelFiles, userManifest} from './model-file.js';
 const urls = new Map();   // id -> the blob: URL a .tflite's manifest points at
 
 // The same files given twice are one model: its id comes from their bytes.
-async function idOf(files) {
-  const bytes = new Uint8Array(await new Blob(files).arrayBuffer());
+async function idOf(bytes) {
   let hex;
   if (globalThis.crypto && crypto.subtle) {   // only in a secure context (HTTPS, localhost)
     const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
@@ -46,8 +45,9 @@ export async function keptModels(pageTask) {
 // (model-file.js) for files the page cannot run. kept: false when the browser refused to store
 // them (the model then runs for this visit only).
 export async function addModel(given, pageTask) {
-  const {files, ...model} = await readModelFiles(given, pageTask);
-  const record = {id: await idOf(files), added: Date.now(), model,
+  const {files, data, ...model} = await readModelFiles(given, pageTask);
+  const bytes = data || new Uint8Array(await new Blob(files).arrayBuffer());   // a .tflite is read once
+  const record = {id: await idOf(bytes), added: Date.now(), model,
                   files: files.map((f) => ({name: f.name, blob: new Blob([f])}))};
   let kept = true;
   try {
