@@ -138,6 +138,29 @@ def polygons_mask(polygons: list, width: int, height: int) -> np.ndarray:
     return inside.reshape(height, width)
 
 
+def match(a_boxes, b_boxes) -> list[tuple[int, int, float]]:
+    """Greedy one-to-one matching by IoU: (index in a, index in b, IoU), best first."""
+    from modelcontract.boxes import box_iou
+
+    if not len(a_boxes) or not len(b_boxes):
+        return []
+    iou = box_iou(np.asarray(a_boxes, float).reshape(-1, 4), np.asarray(b_boxes, float).reshape(-1, 4))
+    pairs = []
+    while iou.size and iou.max() > 0:
+        i, j = np.unravel_index(iou.argmax(), iou.shape)
+        pairs.append((int(i), int(j), float(iou[i, j])))
+        iou[i, :] = -1
+        iou[:, j] = -1
+    return pairs
+
+
+def corner_distance(mine, theirs) -> float:
+    """The largest distance, in pixels per axis, between two rotated boxes' corners [4, 2],
+    the same rectangle possibly starting at another corner."""
+    mine, theirs = np.asarray(mine, float), np.asarray(theirs, float)
+    return min(float(np.abs(np.roll(mine, k, 0) - theirs).max()) for k in range(4))
+
+
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
     union = np.logical_or(a, b).sum()
     return float(np.logical_and(a, b).sum() / union) if union else 1.0

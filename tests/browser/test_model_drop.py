@@ -23,8 +23,7 @@ from harness.browser import CHROMIUM, TASK_ROWS, open_page, open_ready, recorded
 from harness.paths import YOLOV5N_WEIGHTS
 from harness.photos import photo_file
 from harness.servers import serving
-from harness.ultralytics_reference import mask_iou, polygons_mask
-from modelcontract.boxes import box_iou
+from harness.ultralytics_reference import corner_distance, mask_iou, match, polygons_mask
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -64,19 +63,6 @@ def from_runs(runs: list, width: int, height: int) -> np.ndarray:
     return values[:width * height].reshape(height, width)
 
 
-def matched(rows: list, want: list) -> list[tuple[dict, dict, float]]:
-    """Greedy pairs by box IoU: (page row, predict()'s detection, IoU)."""
-    iou = box_iou(np.asarray([r["box"] for r in rows], float).reshape(-1, 4),
-                  np.asarray([w["box"] for w in want], float).reshape(-1, 4))
-    pairs = []
-    while iou.size and iou.max() > 0:
-        i, j = np.unravel_index(iou.argmax(), iou.shape)
-        pairs.append((rows[i], want[j], float(iou[i, j])))
-        iou[i, :] = -1
-        iou[:, j] = -1
-    return pairs
-
-
 @pytest.mark.parametrize("task", DETECTORS)
 def test_a_picked_ultralytics_tflite_gives_predicts_answers_on_detect(browser, base_url, task, figures):
     fixture = record(task)
@@ -96,7 +82,7 @@ def test_a_picked_ultralytics_tflite_gives_predicts_answers_on_detect(browser, b
         rows = page.evaluate(TASK_ROWS)
         want = expected["detections"]
         assert len(rows) == len(want), (photo, len(rows), len(want))
-        pairs = matched(rows, want)
+        pairs = [(rows[i], want[j], iou) for i, j, iou in match([r["box"] for r in rows], [w["box"] for w in want])]
         assert len(pairs) == len(want)
         width, height = page.evaluate("() => [+document.getElementById('results').dataset.width, "
                                       "+document.getElementById('results').dataset.height]")
@@ -110,10 +96,8 @@ def test_a_picked_ultralytics_tflite_gives_predicts_answers_on_detect(browser, b
             if task == "pose":
                 diff = np.abs(np.asarray(got["keypoints"])[:, :2] - np.asarray(ref["keypoints"])[:, :2]).max()
                 worst["keypoint_px"] = max(worst["keypoint_px"], float(diff))
-            if task == "obb":  # the same rectangle may start at another corner
-                mine, theirs = np.asarray(got["corners"]), np.asarray(ref["corners"])
-                worst["corner_px"] = max(worst["corner_px"],
-                                         min(float(np.abs(np.roll(mine, k, 0) - theirs).max()) for k in range(4)))
+            if task == "obb":
+                worst["corner_px"] = max(worst["corner_px"], corner_distance(got["corners"], ref["corners"]))
     screenshot(page, f"detect-your-{task}")
     backend = page.get_attribute("body", "data-backend")
     context.close()

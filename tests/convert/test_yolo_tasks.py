@@ -29,8 +29,7 @@ import pytest
 from converters.scenes import dataset, draw, train
 from harness.browser import recorded_figures
 from harness.track_scenes import crossing_seed, crossings, sliding_scene
-from harness.ultralytics_reference import answers, mask_iou, polygons_mask
-from modelcontract.boxes import box_iou
+from harness.ultralytics_reference import answers, corner_distance, mask_iou, match, polygons_mask
 from converters.ultralytics_yolo import FORMATS
 from modelcontract.decode import DetectOptions, decode_obb, decode_pose, decode_segment
 
@@ -78,20 +77,6 @@ def reference(trained_scenes, held_out, task):
     weights: Path = trained_scenes(task)
     found = answers(weights, paths, train.DEFAULTS[task]["imgsz"], conf=OPTS.score, iou=OPTS.iou, max_det=OPTS.max_det)
     return found, truths
-
-
-def match(a_boxes, b_boxes) -> list[tuple[int, int, float]]:
-    """Greedy one-to-one matching by IoU: (index in a, index in b, IoU), best first."""
-    if not len(a_boxes) or not len(b_boxes):
-        return []
-    iou = box_iou(np.asarray(a_boxes), np.asarray(b_boxes))
-    pairs = []
-    while iou.size and iou.max() > 0:
-        i, j = np.unravel_index(iou.argmax(), iou.shape)
-        pairs.append((int(i), int(j), float(iou[i, j])))
-        iou[i, :] = -1
-        iou[:, j] = -1
-    return pairs
 
 
 @pytest.mark.parametrize("architecture, task, head_rows", [
@@ -142,11 +127,7 @@ def test_our_decode_gives_ultralytics_predict(trained_scenes, held_out, task, fi
                 diff = np.abs(np.asarray(rows[i]["keypoints"])[:, :2] - entry["keypoints"][j][:, :2]).max()
                 worst["keypoint_px"] = max(worst["keypoint_px"], float(diff))
             if task == "obb":
-                theirs = entry["corners"][j]
-                mine = np.asarray(rows[i]["corners"])
-                # the same rectangle may start at another corner
-                diff = min(np.abs(np.roll(mine, k, 0) - theirs).max() for k in range(4))
-                worst["corner_px"] = max(worst["corner_px"], float(diff))
+                worst["corner_px"] = max(worst["corner_px"], corner_distance(rows[i]["corners"], entry["corners"][j]))
     figures[f"{task} vs predict()"] = {"instances": total, **worst,
                                        **({"mean_mask_iou": float(np.mean(mask_ious))} if mask_ious else {})}
     assert total >= len(found)
@@ -223,9 +204,7 @@ def test_the_api_on_a_converted_trained_model_answers_as_predict(trained_scenes,
             worst = min(worst, iou)
             assert {"segment": "polygons", "pose": "keypoints", "obb": "corners"}[task] in rows[i]
             if task == "obb":
-                corners = np.asarray(rows[i]["corners"])
-                worst_corner = max(worst_corner, min(float(np.abs(np.roll(corners, k, 0) - entry["corners"][j]).max())
-                                                     for k in range(4)))
+                worst_corner = max(worst_corner, corner_distance(rows[i]["corners"], entry["corners"][j]))
     figures[f"{task} API vs predict()"] = {"scenes": len(found), "worst_box_iou": worst,
                                            **({"corner_px": worst_corner} if task == "obb" else {})}
     assert worst >= (0.9 if task == "obb" else 0.99) and worst_corner <= 1.0
