@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from werkzeug.exceptions import ServiceUnavailable
 
+from modelcontract import ultralytics_litert
+
 from ..inference import ModelUnavailable
 from ..inference.litert import LiteRTModel
 
@@ -24,7 +26,7 @@ class Unavailable:
 
 
 def holds_model(value) -> bool:
-    if isinstance(value, LiteRTModel):
+    if isinstance(value, (LiteRTModel, ultralytics_litert.Layout)):
         return True
     if isinstance(value, dict):
         return any(holds_model(v) for v in value.values())

@@ -10,6 +10,7 @@ import numpy as np
 from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.decode import (CLASSIFY_FORMATS, DEFAULT_TOP_K, class_count, class_probabilities,
                                   top_classes)
+from modelcontract import ultralytics_litert
 from modelcontract.geometry import prepare
 
 from ..settings import Settings
@@ -27,7 +28,7 @@ class ClassifyRunner(Runner):
             raise ValueError(f"classifier output format {self.format!r} is not one of {CLASSIFY_FORMATS}")
         self.labels = list(manifest.get("labels") or [])
         server = manifest["server"]
-        self.model = self.load_tflite(server["model"])
+        self.model = ultralytics_litert.wrap(self.load_tflite(server["model"]), manifest)
         # Concurrent requests share invokes (DATARAILROAD_BATCH, bench/server.py).
         self.model.batch(self.settings.batch, self.settings.batch_wait_ms / 1e3)
         self.output_key = server.get("output") if server.get("output") in self.model.output_keys \

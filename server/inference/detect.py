@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from modelcontract.decode import DETECT_FORMATS, DetectOptions, decode_detections, nms_defaults
+from modelcontract import ultralytics_litert
 from modelcontract.geometry import prepare
 
 from ..settings import Settings
@@ -24,7 +25,7 @@ class DetectRunner(Runner):
         if self.format not in DETECT_FORMATS:
             raise ValueError(f"detector output format {self.format!r} is not one of {DETECT_FORMATS}")
         self.labels = list(manifest.get("labels") or [])
-        self.model = self.load_tflite(manifest["server"]["model"])
+        self.model = ultralytics_litert.wrap(self.load_tflite(manifest["server"]["model"]), manifest)
         self.defaults = nms_defaults(manifest)
 
     def options(self, score: float | None, iou: float | None, max_det: int | None,

@@ -32,6 +32,8 @@ export class UltralyticsGraph {
     this.size = [height, width];
     this.nc = manifest.labels.length;
     this.kptShape = manifest.kpt_shape || null;
+    // An installed classifier's two outputs (probabilities, features), told apart by shape.
+    this.shapeOf = Object.fromEntries(((manifest.outputs || {}).tensors || []).filter((t) => t.shape).map((t) => [t.name, t.shape.join()]));
     this.inputs = [{name: 'x', shape: manifest.input.shape, dtype: 'float32'}];
     this.graphInput = graph.inputs[0];
     const expected = [1, 3, height, width];
@@ -40,8 +42,9 @@ export class UltralyticsGraph {
     }
   }
 
-  // feed: [1, H, W, 3] -> the manifest's outputs in order: [head(, prototypes)] or [probabilities].
-  async predict(feed) {
+  // feed: [1, H, W, 3] -> the manifest's outputs in order: [head(, prototypes)], or a
+  // classifier's in the order of `outputNames` (a dropped file's one output as it is).
+  async predict(feed, outputNames) {
     const x = feed instanceof tf.Tensor ? feed : Array.isArray(feed) ? feed[0] : Object.values(feed)[0];
     const nchw = tf.transpose(x, [0, 3, 1, 2]);
     let outputs;
@@ -51,10 +54,19 @@ export class UltralyticsGraph {
       nchw.dispose();
     }
     try {
-      return tf.tidy(() => this.classify ? [outputs[0].clone()] : this.detectorOutputs(outputs));
+      return tf.tidy(() => this.classify ? this.classifierOutputs(outputs, outputNames) : this.detectorOutputs(outputs));
     } finally {
       tf.dispose(outputs);
     }
+  }
+
+  classifierOutputs(outputs, names) {
+    if (!names || outputs.length === 1) return [outputs[0].clone()];
+    return names.map((name) => {
+      const found = outputs.find((t) => t.shape.join() === this.shapeOf[name]);
+      if (!found) throw new Error(`the .tflite has no output shaped [${this.shapeOf[name]}] for ${name}`);
+      return found.clone();
+    });
   }
 
   // [head [1, C, A], prototypes [1, nm, mh, mw]?] in any order -> [head in pixels, prototypes NHWC].
