@@ -14,7 +14,7 @@ from modelcontract import manifest as contract
 from .errors import ConverterError
 
 # Tools whose versions change the produced files; recorded beside every artifact.
-_TOOLS = ("tensorflow-cpu", "tensorflowjs", "tf_keras", "torch", "ultralytics", "onnx2tf",
+_TOOLS = ("tensorflow-cpu", "tensorflowjs", "tf_keras", "torch", "ultralytics", "litert-torch", "onnx2tf",
           "onnx", "mediapipe", "ai-edge-litert", "numpy")
 
 

@@ -58,6 +58,31 @@ def convert_saved_model(saved_model_dir: Path, out_dir: Path, quantize: str = "n
     return json.loads((out_dir / "model.json").read_text())
 
 
+def convert_frozen_model(pb_file: Path, out_dir: Path, quantize: str = "none") -> dict:
+    """Convert a frozen GraphDef (``pb_file``) into ``out_dir``; its outputs are the nodes no
+    other node reads. Returns the parsed ``model.json``.
+
+    The last step of Ultralytics' own TF.js export until 8.4.83 (SavedModel -> frozen .pb ->
+    TF.js), which the yolo converter keeps."""
+    if quantize not in QUANTIZATION_MAPS:
+        raise ValueError(f"unknown quantisation {quantize!r}")
+    conversion = _tf_saved_model_conversion()
+    import tensorflow as tf
+
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(Path(pb_file).read_bytes())
+    read = {name.lstrip("^").split(":")[0] for node in graph.node for name in node.input}
+    outputs = sorted(n.name for n in graph.node if n.name not in read and not n.name.startswith("NoOp"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    conversion.convert_tf_frozen_model(
+        str(pb_file), ",".join(outputs), str(out_dir),
+        quantization_dtype_map=QUANTIZATION_MAPS[quantize],
+        strip_debug_ops=True,
+        weight_shard_size_bytes=SHARD_BYTES,
+    )
+    return json.loads((out_dir / "model.json").read_text())
+
+
 def graph_signature(model_json: dict) -> dict:
     """Input/output tensor names and shapes as the TF.js runtime will see them."""
     sig = model_json.get("signature") or model_json.get("userDefinedMetadata", {}).get("signature", {})

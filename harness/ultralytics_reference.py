@@ -3,11 +3,6 @@
 inputs our geometry prepared, which our decoders read. Runs in a child process: ultralytics
 reads its settings from the environment at import time.
 
-The pinned Ultralytics (8.4.82) crops a mask at the prototypes' resolution before it
-upsamples it; today's (8.4.190) upsamples first and crops at the input's (ultralytics #24272),
-which gives tighter masks and is what a user's predict() gives now: the child makes its masks
-that way (``_upsample_then_crop``), the rule modelcontract/masks.py follows.
-
 ``answers(weights, images, imgsz, ...)`` -> one dict per image:
   "raw": the head's outputs on our input ([1, 4+nc+extra, A]; and "prototypes" [1, mh, mw, nm]
          for segmentation; a classifier's probabilities [1, nc]), "transform" (our input ->
@@ -29,31 +24,12 @@ import numpy as np
 from converters.scenes.train import offline_env
 
 
-def _upsample_then_crop(protos, masks_in, bboxes, shape, upsample=False):
-    """Ultralytics' process_mask as 8.4.190 has it, for the pinned 8.4.82 (see above): logits
-    upsampled to the input, > 0, then kept inside each box (x1 <= column < x2, y1 <= row < y2)."""
-    import torch
-    import torch.nn.functional as F
-
-    c, mh, mw = protos.shape
-    masks = (masks_in @ protos.float().view(c, -1)).view(-1, mh, mw)
-    if not upsample:
-        raise NotImplementedError("only predict()'s upsampled masks are made here")
-    masks = F.interpolate(masks[None], shape, mode="bilinear")[0].gt(0.0)
-    x1, y1, x2, y2 = torch.chunk(bboxes[:, :, None], 4, 1)
-    cols = torch.arange(shape[1], dtype=x1.dtype)[None, None, :]
-    rows = torch.arange(shape[0], dtype=x1.dtype)[None, :, None]
-    return (masks & (cols >= x1) & (cols < x2) & (rows >= y1) & (rows < y2)).byte()
-
-
 def _child(request_file: str) -> None:
     request = json.loads(Path(request_file).read_text())
     import cv2
     import torch
     from ultralytics import YOLO
     from ultralytics.utils import ops
-
-    ops.process_mask = _upsample_then_crop
 
     yolo = YOLO(request["weights"])
     model = yolo.model.eval()

@@ -2,13 +2,10 @@
 today's Ultralytics LiteRT export (``format="litert"``, metadata appended inside the file), as
 users bring them to the pages, with Ultralytics' own ``predict()`` answers on held-out scenes.
 
-The tests drop these files into /detect and /classify and hold the pages to those answers; they
-need neither Ultralytics 8.4.190 nor litert-torch (a 7.2 GB venv with torch; not pinned, so not in
-make test's install). This script does, in a venv of its own:
+The tests drop these files into /detect and /classify and hold the pages to those answers.
+The project's venv has what this script needs (ultralytics 8.4.190, litert-torch):
 
-    python3.11 -m venv /tmp/ulx
-    /tmp/ulx/bin/pip install torch==2.14.1 torchvision==0.29.1 ultralytics==8.4.190 litert-torch==0.10.0
-    /tmp/ulx/bin/python tools/ultralytics_litert_fixtures.py [--out DIR] [--epochs N]
+    .venv/bin/python tools/ultralytics_litert_fixtures.py [--out DIR] [--epochs N]
 
 Each model is the task's YOLOv8 architecture at half its n scale's width (8 to 32
 channels in the backbone: about 2 MB), trained on the synthetic scenes of converters/scenes (detect on the segment

@@ -1,12 +1,16 @@
 """yolo: any Ultralytics 8.x model (YOLOv5u, YOLOv8, YOLO11, ...) of the detect, segment, pose,
-OBB or classify task -> TF.js through the ultralytics package's own export,
-``YOLO(...).export(format="tfjs", nms=False)``.
+OBB or classify task -> TF.js and LiteRT through the ultralytics package's own exports:
+``YOLO(...).export(format="pb")`` (ONNX -> onnx2tf -> frozen graph), converted to a
+TF.js graph by converters.tfjs, and ``format="litert"`` (litert-torch), the server's .tflite.
 
 A detector's graph ends at the raw head, [1, 4+nc, anchors] (cx, cy, w, h in input pixels,
 then class scores after sigmoid, then the task's columns); the page decodes it and runs NMS
 ("outputs.format": "yolo-raw", "yolo-seg", "yolo-pose", "yolo-obb"). A classifier's gives
 its probabilities and pooled features ("probabilities"; the classify page opens it). The
-server artifact is the fp32 .tflite the same export writes.
+.tflite is the very file ``yolo export format=litert`` gives a user, metadata inside: its
+layout (NCHW input, boxes as fractions of the input, NCHW prototypes) is the manifest's
+``graph: ultralytics-litert``, which modelcontract/ultralytics_litert.py and the pages' twin
+read back into the TF.js graph's.
 
 --weights:
   (default)         yolo11n.pt, downloaded from the Ultralytics release (online only)
@@ -34,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from modelcontract import answers
+from modelcontract import answers, ultralytics_litert
 
 from .. import detections, parity, sources, stages, tfjs, tflite
 from ..errors import ConverterError
@@ -44,7 +48,7 @@ from modelcontract.manifest import sha256_file
 
 NAME = "yolo"
 TASK = "detect"
-SUMMARY = "Ultralytics 8.x detector (YOLO11/YOLOv8/YOLOv5u) via its own TF.js export; raw head, NMS in the page"
+SUMMARY = "Ultralytics 8.x model (YOLO26/YOLO11/YOLOv8/YOLOv5u, five tasks) via its own exports; raw head, NMS in the page"
 
 DEFAULT_URL = "https://github.com/ultralytics/assets/releases/download/v8.3.0/yolo11n.pt"
 LICENCE = sources.licence("AGPL-3.0", "https://github.com/ultralytics/ultralytics/blob/main/LICENSE")
@@ -286,7 +290,8 @@ def load(ctx) -> Loaded:
 
 
 def export(ctx, loaded: Loaded) -> Exported:
-    """The child: PyTorch references, then ultralytics' TF.js export; its files -> workdir."""
+    """The child: PyTorch references, then ultralytics' SavedModel (-> TF.js) and LiteRT exports;
+    their files -> workdir."""
     request, folder = loaded.request, Path(loaded.tmp.name)
     try:
         result = _export(request, folder, ctx)
@@ -343,7 +348,7 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     reference, names = exported.reference, exported.output_names
 
     def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
-        got, served = _roles(tfjs_out, reference), _roles(litert_out, reference)
+        got, served = _roles(tfjs_out, reference), _roles(_converter_layout(ctx, exported, litert_out), reference)
         server = compare_roles(reference, served)
         if "head" not in reference:  # a classifier: the same top 5 besides parity
             return stages.Comparison(
@@ -358,7 +363,8 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
             server=server, server_ok=server["relative"] <= parity.TARGETS["none"])  # the .tflite is fp32
 
     checked = stages.check(ctx, tfjs_model="tfjs/model.json", tflite_model="model.tflite",
-                           inputs={exported.input_name: loaded.x}, litert_inputs=[loaded.x],
+                           inputs={exported.input_name: loaded.x},
+                           litert_inputs=[ultralytics_litert.to_nchw(loaded.x)],
                            tfjs_outputs=list(names.values()), compare=compare)
     tfjs_out = _roles(checked.outputs["tfjs"], reference)
     agreement = None
@@ -368,6 +374,14 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
                 f"{exported.agreement_side}-px detections "
                 f"({agreement['rule']}) on {', '.join(agreement['photos'])}")
     return Verified(checked=checked, agreement=agreement, tfjs_out=tfjs_out)
+
+
+def _converter_layout(ctx, exported: Exported, litert_out: dict) -> dict:
+    """The LiteRT file's outputs in the TF.js graph's layout (modelcontract.ultralytics_litert)."""
+    if exported.result["task"] == "classify":
+        return litert_out
+    return ultralytics_litert.converter_outputs(litert_out, (ctx.imgsz, ctx.imgsz), exported.result["nc"],
+                                                exported.result.get("kpt_shape"))
 
 
 def _top5(outputs: dict) -> list[int]:
@@ -403,8 +417,8 @@ def agreement_with_default_size(ctx, exported: Exported) -> dict:
         image = sources.load_photo(photo)
         reference[photo] = decoded(outputs, side, prepare(image, input_spec(side))[1], image)
         x, transform = prepare(image, input_spec(ctx.imgsz))
-        out = tflite.run_tflite(ctx.workdir / "model.tflite", [x])
-        candidate[photo] = decoded(_roles(out), ctx.imgsz, transform, image)
+        out = tflite.run_tflite(ctx.workdir / "model.tflite", [ultralytics_litert.to_nchw(x)])
+        candidate[photo] = decoded(_roles(_converter_layout(ctx, exported, out)), ctx.imgsz, transform, image)
     return detections.agreement(reference, candidate, f"{NAME} at {side} px (PyTorch, same weights)",
                                 side, runtime="litert")
 
@@ -438,6 +452,7 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
     fields = {
         "title": f"Ultralytics {stem} " + ("(classifier" if classifier else "(raw head, NMS in page") + f"{size})",
         "ultralytics_task": result["task"],
+        "graph": ultralytics_litert.GRAPH,
         "input": {"name": exported.input_name, **loaded.spec},
         "outputs": {
             "format": FORMATS[result["task"]],
@@ -452,7 +467,8 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
         **({"kpt_shape": result["kpt_shape"]} if result.get("kpt_shape") else {}),
         "tfjs": {"model": "tfjs/model.json"},
         "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
-                   "note": "the fp32 .tflite written by the same ultralytics export",
+                   "note": "Ultralytics' own LiteRT export (format=litert), its metadata inside; NCHW input, "
+                           "boxes as fractions of the input (graph: ultralytics-litert)",
                    **(_litert_keys(checked.outputs["litert"], reference) if classifier else {})},
         "architecture": {"yaml": result["yaml"], "head": result["head"], "parameters": result["parameters"]},
         "parity": {

@@ -18,31 +18,19 @@ from ..errors import ConverterError
 
 RANDOM_SEED = 0
 ROOT = Path(__file__).resolve().parents[2]
-QUANTIZE_ARG = {"float16": 16, "uint8": 8}  # ultralytics' pb2tfjs quantize values
 
 
 def export_env(tmp: Path) -> dict:
-    """Offline-safe environment for ultralytics' export, and a working tensorflowjs_converter."""
+    """Offline-safe environment for ultralytics' export."""
     env = dict(os.environ)
     config = tmp / "ultralytics-config"
     config.mkdir(exist_ok=True)
-    bin_dir = tmp / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    # tensorflowjs' own CLI dies importing tensorflow_decision_forests; this one goes through
-    # converters.tfjs, which stands in for the packages conversion never uses.
-    wrapper = bin_dir / "tensorflowjs_converter"
-    wrapper.write_text(f"#!{sys.executable}\n"
-                       "import sys\n"
-                       "from converters import tfjs\n"
-                       "tfjs._tf_saved_model_conversion()\n"
-                       "from tensorflowjs.converters.converter import pip_main\n"
-                       "sys.exit(pip_main())\n")
-    wrapper.chmod(0o755)
     env.update({
         "YOLO_OFFLINE": "true",        # no connectivity probes
         "YOLO_AUTOINSTALL": "false",   # never pip-install from inside an export
         "YOLO_CONFIG_DIR": str(config),
-        "PATH": os.pathsep.join([str(bin_dir), str(Path(sys.executable).parent), env.get("PATH", "")]),
+        # onnx2tf's and litert-torch's tools come from this venv
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
     })
     # onnx2tf and ultralytics both fetch this calibration sample unless it is in the CWD;
     # an fp32 export never uses its values.
@@ -135,33 +123,37 @@ def main(request_file: str) -> None:
     # (context for the parity figure; the model itself stays fp32).
     np.savez(request["reference_fp64"], **head_outputs(copy.deepcopy(model).double(), x.astype(np.float64)))
 
-    # pb2tfjs imports tensorflowjs in this process too: same stand-ins as the CLI wrapper
+    # The TF.js graph: Ultralytics' frozen-graph export (ONNX -> onnx2tf SavedModel -> .pb),
+    # converted by converters.tfjs as its own TF.js export did until 8.4.83 (which writes LiteRT
+    # for format="tfjs" now).
+    from ultralytics.utils.export import tensorflow as tf_export
+
     from converters import tfjs
 
-    tfjs._tf_saved_model_conversion()
-    # ultralytics 8.4.82 refuses TF.js export on Python >= 3.13 because "tensorflowjs requires
-    # the np.object alias": stale for tensorflowjs 4.22.0 (no np.object in it; it converts with
-    # NumPy 2 on 3.13, and the parity checks measure the result), so the flag is lowered.
-    from ultralytics.engine import exporter
-
-    exporter.IS_PYTHON_MINIMUM_3_13 = False
+    # TF.js has no grouped convolution: onnx2tf splits them, as 8.4.82 asked for format="tfjs"
+    # (8.4.190 asks only for edgetpu).
+    onnx2saved_model = tf_export.onnx2saved_model
+    tf_export.onnx2saved_model = lambda *args, **kwargs: onnx2saved_model(
+        *args, **{**kwargs, "disable_group_convolution": True})
+    # nms=None: the raw head, NMS in the page or server (in 8.4.190 nms=False asks for a
+    # YOLO26's NMS-free one-to-one head instead).
     started = time.perf_counter()
-    web = Path(yolo.export(format="tfjs", imgsz=request["imgsz"], nms=False, device="cpu")).resolve()
+    pb = Path(yolo.export(format="pb", imgsz=request["imgsz"], nms=None, device="cpu")).resolve()
+    web = Path("web_model").resolve()
+    tfjs.convert_frozen_model(pb, web, quantize=request["quantize"])
     seconds = time.perf_counter() - started
-    stem = web.name[: -len("_web_model")]
-    pb = web.parent / f"{stem}.pb"
-    if request["quantize"] != "none":
-        from ultralytics.utils.export.tensorflow import pb2tfjs
-
-        web = Path(pb2tfjs(str(pb), str(web.parent / f"{stem}_{request['quantize']}_web_model/"),
-                           quantize=QUANTIZE_ARG[request["quantize"]]))
+    # The .tflite: Ultralytics' LiteRT export (litert-torch, torch.export straight to LiteRT),
+    # the very file a user of `yolo export format=litert` gets, metadata inside.
+    started = time.perf_counter()
+    litert = Path(yolo.export(format="litert", imgsz=request["imgsz"], nms=None, device="cpu")).resolve()
+    litert_seconds = time.perf_counter() - started
     names = model.names
     Path(request["result"]).write_text(json.dumps({
         "web_model": str(web),
         # what the export writes beside model.json (task, names, imgsz...): the pages read it
         # when this folder is dropped on them
-        "metadata": str(web.parent / f"{stem}_web_model" / "metadata.yaml"),
-        "tflite": str(web.parent / f"{stem}_saved_model" / f"{stem}_float32.tflite"),
+        "metadata": str(pb.parent / f"{pb.stem}_saved_model" / "metadata.yaml"),
+        "tflite": str(litert),
         "names": [names[i] for i in sorted(names)] if isinstance(names, dict) else list(names),
         "nc": len(names),
         "parameters": int(sum(p.numel() for p in model.parameters())),
@@ -170,6 +162,7 @@ def main(request_file: str) -> None:
         "task": task,
         "kpt_shape": list(getattr(model.model[-1], "kpt_shape", None) or []) or None,
         "export_seconds": round(seconds, 1),
+        "litert_export_seconds": round(litert_seconds, 1),
         "agreement_side": side if done else None,
         "agreement_photos": done,
     }))
@@ -221,7 +214,8 @@ def run(request: dict, tmp: Path, ctx) -> dict:
         tail = "\n".join(text.splitlines()[-25:])
         raise ConverterError(f"the ultralytics export wrote no TF.js model.json:\n{tail}",
                              "see the log above; the model was not installed")
-    ctx.log(f"ultralytics export {result['export_seconds']}s ({result['head']} head, "
+    ctx.log(f"ultralytics exports: TF.js {result['export_seconds']}s, LiteRT {result['litert_export_seconds']}s "
+            f"({result['head']} head, "
             f"{result['parameters']:,} parameters, {result['nc']} classes)")
     return result
 

@@ -4,7 +4,7 @@ small models trained on the synthetic scenes, with Ultralytics' predict() answer
 scenes (tools/ultralytics_litert_fixtures.py made them). Picked on /detect and /classify, each
 runs in the browser and gives predict()'s answers: the same classes, boxes within IoU 0.99,
 masks within IoU 0.95, keypoints and rotated corners within 1 px, the same top-5.
-A TF.js folder (Ultralytics' older export, which the converter runs) picked the same way
+A TF.js folder (Ultralytics' older export, which the converter writes too) picked the same way
 gives the API's answer on that model. A model given is kept for the next visit and can be
 removed; a file the page cannot run gets one message and the page keeps its model."""
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_a_file_the_page_cannot_run_gets_one_message_and_the_page_keeps_its_mode
                          "without Ultralytics metadata"),
         "depth.tflite": (with_metadata(segment, task="depth"), 'task "depth", which this app does not run'),
         "classifier.tflite": ((FIXTURES / "classify.tflite").read_bytes(), "open it on /classify"),
-        "yolo26.tflite": (with_metadata(segment, end2end=True), "export it with end2end=False"),
+        "yolo26.tflite": (with_metadata(segment, end2end=True), "export it without nms=False"),
         "best.pt": (b"PK\x03\x04 a pickled checkpoint", "PyTorch checkpoint"),
         # metadata that reads well on a FlatBuffer cut short: the page tries it, then reopens its model
         "broken.tflite": (segment[:4096] + segment[start:], "could not run in this browser"),
@@ -231,6 +231,30 @@ def test_a_picked_tfjs_folder_gives_the_apis_answer_for_the_same_model(browser, 
     context.close()
     assert state == "ok" and "your TF.js model" in status and "answer check passed" in status, (text, status)
     assert backend in ("wasm", "webgl", "webgpu", "cpu")
+    want = api["detections"]
+    assert len(want) >= 1 and [r["class_id"] for r in rows] == [d["class_id"] for d in want]
+    for got, ref in zip(rows, want):
+        assert np.allclose(got["box"], ref["box"], atol=0.5)
+    assert log.console_errors == [] and log.outside_requests == []
+
+
+def test_the_converters_tflite_on_litert_gives_the_apis_answer(browser, base_url, built_model):
+    """The converter's .tflite is Ultralytics' own LiteRT export (NCHW input, boxes as fractions of
+    the input: the manifest's graph "ultralytics-litert"), the file a user of `yolo export` gets.
+    Installed and opened on litert-wasm, /detect reads it through the page's layout twin and
+    gives the API's detections (the API reads it through modelcontract.ultralytics_litert)."""
+    folder = built_model("yolo", weights="yolov8n.yaml")
+    assert json.loads((folder / "manifest.json").read_text())["graph"] == "ultralytics-litert"
+    api = requests.post(f"{base_url}/api/v1/detect?model={folder.name}",
+                        files={"image": ("bus.jpg", photo_file("bus.jpg").read_bytes())}, timeout=60).json()
+    context, page, log = open_ready(browser, f"{base_url}/detect?camera=0&model={folder.name}&backend=litert-wasm")
+    page.set_input_files("#image-file", str(photo_file("bus.jpg")))
+    wait_frames(page, 1)
+    rows = page.evaluate(TASK_ROWS)
+    backend = page.get_attribute("body", "data-backend")
+    status = page.text_content("#status-line")
+    context.close()
+    assert backend == "litert-wasm" and "answer check passed" in status, status
     want = api["detections"]
     assert len(want) >= 1 and [r["class_id"] for r in rows] == [d["class_id"] for d in want]
     for got, ref in zip(rows, want):

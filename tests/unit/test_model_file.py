@@ -113,7 +113,7 @@ def test_each_file_the_page_cannot_run_gets_its_message(tmp_path):
         "model.json": ("detect", "is not a TF.js graph model"),
         "group1-shard1of1.bin": ("detect", "part of a TF.js model"),
         "depth.tflite": ("detect", 'task "depth"'),
-        "e2e.tflite": ("detect", "end2end=False"),
+        "e2e.tflite": ("detect", "without nms=False"),
         "nonames.tflite": ("detect", "lacks class names"),
         "gray.tflite": ("detect", "wants 1 channels"),
         "nokpt.tflite": ("detect", "without a usable kpt_shape"),

@@ -100,7 +100,7 @@ function readMetadata(name, metadata, pageTask) {
     throw new ModelFileError(`${name} is a ${task} model: open it on ${PAGE_OF[task]}.`);
   }
   if (metadata.end2end) {
-    throw new ModelFileError(`${name} has an end-to-end (NMS-free) head, whose output the page does not read yet: export it with end2end=False.`);
+    throw new ModelFileError(`${name} has an end-to-end (NMS-free) head, whose output the page does not read yet: export it without nms=False (the default, nms=None, gives the raw head).`);
   }
   const labels = labelsOf(metadata.names);
   const imgsz = Array.isArray(metadata.imgsz) ? metadata.imgsz.map(Number) : [Number(metadata.imgsz), Number(metadata.imgsz)];
