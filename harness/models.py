@@ -44,7 +44,8 @@ def install_copy(src: Path, models: Path, model_id: str, digests: bool = True) -
 
 
 def truncate(path: Path) -> int:
-    """Cut a .tflite to half its size: LiteRT segfaults on such a file (issue 11)."""
+    """Cut a .tflite to half its size: LiteRT 2.1 segfaulted on such a file (issue 11); 2.3 checks
+    the flatbuffer and refuses it."""
     data = path.read_bytes()
     path.write_bytes(data[:len(data) // 2])
     return len(data) // 2
