@@ -19,12 +19,17 @@ DEMOS = [
 ]
 
 
+# The pages that take a visitor's own model (static/js/ui/model-drop.js): they open with none
+# installed too, and wait for one.
+TAKES_YOUR_MODEL = ("detect", "classify")
+
+
 def _page(template: str, task: str, title: str):
     models = [manifests.summary(m) for m in manifests.by_task(task)]
     # max_upload_bytes: this server's request body limit (the setting DATARAILROAD_MAX_UPLOAD_BYTES;
     # null: none), so the Server backend sends a file as it is only when the API takes it.
     return render_template(template, title=title, task=task, models=models, limits=limits,
-                           install_hint=manifests.INSTALL_HINTS[task],
+                           install_hint=manifests.INSTALL_HINTS[task], takes_your_model=task in TAKES_YOUR_MODEL,
                            page_data={"task": task, "models": models,
                                       "max_upload_bytes": current_app.config.get("MAX_CONTENT_LENGTH")})
 

@@ -260,3 +260,39 @@ def test_the_converters_tflite_on_litert_gives_the_apis_answer(browser, base_url
     for got, ref in zip(rows, want):
         assert np.allclose(got["box"], ref["box"], atol=0.5)
     assert log.console_errors == [] and log.outside_requests == []
+
+
+def test_with_no_model_installed_the_page_waits_for_yours(browser, tmp_path):
+    """A fresh install with no detector: /detect says how to install one and takes the visitor's
+    own model meanwhile. It starts no camera; a photo picked first waits for the model given
+    after it, then gets predict()'s answer; Remove leaves the page waiting again."""
+    photo, expected = next(iter(record("detect")["images"].items()))
+    with serving(tmp_path) as url:
+        context = browser.new_context()
+        page, log = open_page(context, f"{url}/detect")
+        page.wait_for_function("() => document.getElementById('status-line').textContent.startsWith('No model yet')",
+                               timeout=120_000)
+        waiting = page.get_attribute("#model-status", "data-state")
+        hint = page.inner_text("#model-status")
+        page.set_input_files("#image-file", str(FIXTURES / photo))
+        state, text = give(page, FIXTURES / "detect.tflite")
+        wait_frames(page, 1)
+        rows = page.evaluate(TASK_ROWS)
+        opened = page.get_attribute("#model-status", "data-state")
+        camera = page.evaluate("() => Boolean(document.getElementById('video').srcObject)")
+        screenshot(page, "detect-no-model-installed-yours")
+        page.click("#remove-model")
+        page.wait_for_function("() => document.getElementById('model-status').dataset.state === 'missing'",
+                               timeout=60_000)
+        options = page.eval_on_selector_all("#model-select option", "os => os.map(o => o.value)")
+        context.close()
+    assert waiting == "missing" and "python -m converters" in hint and "your own Ultralytics model" in hint
+    assert state == "ok" and opened == "ready" and not camera, text
+    want = expected["detections"]
+    assert len(want) >= 1 and len(rows) == len(want)
+    pairs = match([r["box"] for r in rows], [w["box"] for w in want])
+    assert len(pairs) == len(want)
+    for i, j, iou in pairs:
+        assert rows[i]["class_id"] == want[j]["class_id"] and iou >= 0.99
+    assert options == []
+    assert log.console_errors == [] and log.outside_requests == []

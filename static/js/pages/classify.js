@@ -3,7 +3,7 @@
 // your own classes (Teach): the model's feature output matched against your examples
 // (custom_classes.js). Preprocessing follows the manifest; top-k by index, ties by index
 // (scores.js).
-import {pageData, runModel} from '../runtime/runtime.js';
+import {runModel} from '../runtime/runtime.js';
 import {SERVER, serverReady, inferOnServer} from '../runtime/server-backend.js';
 import {PageSession} from '../runtime/session.js';
 import {outputTensors} from '../contract/manifest.js';
@@ -298,7 +298,6 @@ async function snapshot() {
 }
 
 async function main() {
-  if (!(pageData().models || []).length) return;
   yours = new ExamplesPanel($, {
     sets: CLASS_SETS, key: 'image-classes', file: 'classes.json', isLive: () => Boolean(state.live) && frames.kind === 'camera',
     stillHint: 'Start the live camera to record, or add images of the class.',

@@ -1,7 +1,7 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
 // and a results list; optionally tracks with IDs and a counting line (TrackingPanel). One
 // frame in flight (FrameSource); every tensor disposed.
-import {urlOverride, pageData, runModel} from '../runtime/runtime.js';
+import {urlOverride, runModel} from '../runtime/runtime.js';
 import {PageSession} from '../runtime/session.js';
 import {outputNames} from '../contract/manifest.js';
 import {prepareInput} from '../contract/geometry.js';
@@ -232,7 +232,6 @@ async function toggleRecording() {
 // The controls work from the first moment: a file picked or the camera started while the
 // model loads waits for it (FrameSource), instead of being dropped.
 async function main() {
-  if (!(pageData().models || []).length) return;
   frames.wire($, (kind) => {
     if (!kind) return;
     $('pause-button').disabled = kind === 'image';
@@ -266,8 +265,8 @@ async function main() {
   await drop.start();
 
   // A live demo starts live: the camera opens while the model loads, unless the page was
-  // asked not to.
-  if (urlOverride('camera') !== '0') $('camera-button').click();
+  // asked not to or has no model yet (none installed, none of yours kept).
+  if (urlOverride('camera') !== '0' && $('model-select').options.length) $('camera-button').click();
   await session.start();
 }
 

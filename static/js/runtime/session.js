@@ -144,6 +144,11 @@ export class PageSession {
     this.opened = null;   // no new frame starts on the old model
     await frameDone(() => page.busy() || this.using > 0);
     if (old && old.model) old.model.dispose();
+    if (!this.modelSelect.value) {
+      // Nothing installed and none of yours: frames wait until a model is given to the page.
+      panel.status('No model yet: give this page your own model (above), or install one.', 'missing');
+      return null;
+    }
     const options = page.options();
     const {opened, why} = await openForPage(this.modelSelect.value, this.backendSelect, this.probed, this.serverIds,
                                             panel, options);

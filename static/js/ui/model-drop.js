@@ -106,7 +106,8 @@ export class ModelDrop {
       }
       this.showRemove();
       refreshCard();
-      this.say(`${what} could not run in this browser (${err.message}); the page keeps ${this.optionText(previous)}.`, 'error');
+      const kept = previous ? `the page keeps ${this.optionText(previous)}` : 'the page has no model yet';
+      this.say(`${what} could not run in this browser (${err.message}); ${kept}.`, 'error');
       return;
     }
     this.showRemove();
@@ -129,6 +130,6 @@ export class ModelDrop {
     this.showRemove();
     refreshCard();
     this.say(`${name} was removed from this browser.`);
-    if (this.select.options.length) await this.session.reopen();
+    await this.session.reopen();   // the next model in the picker, or none
   }
 }
