@@ -53,7 +53,6 @@ class Layout:
         self.model = model
         _, height, width, _ = manifest["input"]["shape"]
         self.size = (height, width)
-        self.classify = manifest.get("task") == "classify"
         self.nc = len(manifest.get("labels") or [])
         self.kpt_shape = manifest.get("kpt_shape")
 
@@ -65,8 +64,7 @@ class Layout:
         self.model.batch(*args)
 
     def run1(self, x: np.ndarray) -> dict:
-        outputs = self.model.run1(to_nchw(x))
-        return outputs if self.classify else converter_outputs(outputs, self.size, self.nc, self.kpt_shape)
+        return converter_outputs(self.model.run1(to_nchw(x)), self.size, self.nc, self.kpt_shape)
 
 
 def wrap(model, manifest: dict):

@@ -290,8 +290,8 @@ def load(ctx) -> Loaded:
 
 
 def export(ctx, loaded: Loaded) -> Exported:
-    """The child: PyTorch references, then ultralytics' SavedModel (-> TF.js) and LiteRT exports;
-    their files -> workdir."""
+    """The child: PyTorch references, then ultralytics' frozen-graph (-> TF.js) and LiteRT
+    exports; their files -> workdir."""
     request, folder = loaded.request, Path(loaded.tmp.name)
     try:
         result = _export(request, folder, ctx)
@@ -378,8 +378,6 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
 
 def _converter_layout(ctx, exported: Exported, litert_out: dict) -> dict:
     """The LiteRT file's outputs in the TF.js graph's layout (modelcontract.ultralytics_litert)."""
-    if exported.result["task"] == "classify":
-        return litert_out
     return ultralytics_litert.converter_outputs(litert_out, (ctx.imgsz, ctx.imgsz), exported.result["nc"],
                                                 exported.result.get("kpt_shape"))
 

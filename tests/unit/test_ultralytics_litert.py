@@ -75,3 +75,9 @@ def test_a_segmentation_file_reads_as_the_converters_layout():
 def test_other_manifests_keep_the_model_as_it_is():
     model = StandIn(None, None)
     assert ultralytics_litert.wrap(model, {"input": {"shape": [1, 8, 8, 3]}}) is model
+
+
+def test_a_classifiers_outputs_pass_as_they_are():
+    probabilities, features = np.full((1, 3), 0.5, np.float32), np.arange(8, dtype=np.float32)[None]
+    out = ultralytics_litert.converter_outputs({"output_0": probabilities, "output_1": features}, (64, 64), 3)
+    assert np.array_equal(out["output_0"], probabilities) and np.array_equal(out["output_1"], features)
