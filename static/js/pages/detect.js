@@ -24,7 +24,7 @@ const state = {
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
 const view = $('view');
-const ctx = view && view.getContext('2d');   // absent when no model is installed
+const ctx = view.getContext('2d');
 
 const frames = new FrameSource({
   video: $('video'),
@@ -34,7 +34,7 @@ const frames = new FrameSource({
   onMessage: showMessage,
   onLoop: () => {
     hud.reset();
-    if (tracking) tracking.reset();
+    tracking.reset();
   },
   onProgress: showFileProgress,
 });
@@ -62,9 +62,9 @@ const session = new PageSession({
 });
 
 const rerunImage = () => frames.kind === 'image' && frames.runImage();
-if (view && urlOverride('track') === '1') $('track-toggle').checked = true;
-const tracking = view && new TrackingPanel(view, $, rerunImage);
-const recorder = view && new CanvasRecorder(view);
+if (urlOverride('track') === '1') $('track-toggle').checked = true;
+const tracking = new TrackingPanel(view, $, rerunImage);
+const recorder = new CanvasRecorder(view);
 
 function options() {
   const selected = Array.from($('class-filter').selectedOptions).map((o) => Number(o.value));
