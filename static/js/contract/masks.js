@@ -26,43 +26,55 @@ function upsampling(mh, mw, box, [inW, inH]) {
   return {left, top, cols, rows, xs: bilinearAxis(inW, mw, left, cols), ys: bilinearAxis(inH, mh, top, rows)};
 }
 
-// One instance's mask logits [mh * mw]: its coefficients (Float32Array [nm]) times the
-// prototypes (Float32Array [mh * mw * nm], NHWC) at the prototype pixels its box's upsampling
-// reads, zeros elsewhere (never read). 20 instances at 640 px took 16 ms as one matMul over
-// every prototype pixel on TF.js WASM (bench/mask_decode.py). Summed in doubles, so a logit may
-// differ from numpy's float32 sum in its last bits.
+// One instance's mask logits over the prototype pixels its box's upsampling reads:
+// {values (Float32Array rows x width), x0, y0, width}, its coefficients (Float32Array [nm])
+// times the prototypes (Float32Array [mh * mw * nm], NHWC) there; null for an empty window.
+// 20 instances at 640 px took 16 ms as one matMul over every prototype pixel on TF.js WASM
+// (bench/mask_decode.py); a full [mh * mw] array per instance (100 KB at 640 px) only made
+// garbage. Summed in doubles, so a logit may differ from numpy's float32 sum in its last bits.
 export function cropLogits(coefficients, protos, mh, mw, box, inSize) {
   const nm = coefficients.length;
-  const logits = new Float32Array(mh * mw);
   const up = upsampling(mh, mw, box, inSize);
-  if (!up) return logits;
-  for (let y = up.ys.lo[0]; y <= up.ys.hi[up.rows - 1]; y++) {
-    for (let x = up.xs.lo[0]; x <= up.xs.hi[up.cols - 1]; x++) {
-      const at = (y * mw + x) * nm;
+  if (!up) return null;
+  const x0 = up.xs.lo[0];
+  const y0 = up.ys.lo[0];
+  const width = up.xs.hi[up.cols - 1] - x0 + 1;
+  const height = up.ys.hi[up.rows - 1] - y0 + 1;
+  const values = new Float32Array(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const at = ((y + y0) * mw + x + x0) * nm;
       let sum = 0;
       for (let k = 0; k < nm; k++) sum += coefficients[k] * protos[at + k];
-      logits[y * mw + x] = sum;
+      values[y * width + x] = sum;
     }
   }
-  return logits;
+  return {values, x0, y0, width};
+}
+
+// All of a [mh * mw] logits array as cropLogits' window.
+export function wholeLogits(values, mw) {
+  return {values, x0: 0, y0: 0, width: mw};
 }
 
 // One instance's mask in input pixels over its box's window: {mask (Uint8Array rows x cols),
-// rows, cols, left, top}. logits: Float32Array [mh * mw]. Each prototype row the window reads
-// is interpolated across once (a 4x upsampling reads each about four times), then the rows
+// rows, cols, left, top}. logits: a window of them (cropLogits, wholeLogits) holding every
+// prototype pixel the box's upsampling reads. Each prototype row the window reads is
+// interpolated across once (a 4x upsampling reads each about four times), then the rows
 // down: the same float32 sums as interpolating each pixel from its four neighbours.
 export function instanceMask(logits, mh, mw, box, inSize) {
-  const up = upsampling(mh, mw, box, inSize);
+  const up = logits && upsampling(mh, mw, box, inSize);
   if (!up) return {mask: new Uint8Array(0), rows: 0, cols: 0, left: 0, top: 0};
   const {rows, cols, xs, ys} = up;
+  const {values, x0, y0, width} = logits;
   const first = ys.lo[0];
   const across = new Float32Array((ys.hi[rows - 1] - first + 1) * cols);
   for (let y = first; y <= ys.hi[rows - 1]; y++) {
-    const from = y * mw;
+    const from = (y - y0) * width - x0;
     const to = (y - first) * cols;
     for (let c = 0; c < cols; c++) {
       const fx = xs.frac[c];
-      across[to + c] = f32(logits[from + xs.lo[c]] * f32(1 - fx)) + f32(logits[from + xs.hi[c]] * fx);
+      across[to + c] = f32(values[from + xs.lo[c]] * f32(1 - fx)) + f32(values[from + xs.hi[c]] * fx);
     }
   }
   const mask = new Uint8Array(rows * cols);
@@ -82,7 +94,10 @@ export function instanceMask(logits, mh, mw, box, inSize) {
 // pixel corners [[x, y], ...], clockwise on screen, straight runs merged, offset by
 // [left, top]; parts in the order of their first row, then column.
 export function outlines(mask, rows, cols, [left, top] = [0, 0]) {
-  const at = (x, y) => (x >= 0 && y >= 0 && x < cols && y < rows && mask[y * cols + x] === 1);
+  // the mask in a border of zeros: a pixel's neighbours need no bounds checks
+  const pw = cols + 2;
+  const padded = new Uint8Array(pw * (rows + 2));
+  for (let y = 0; y < rows; y++) padded.set(mask.subarray(y * cols, (y + 1) * cols), (y + 1) * pw + 1);
   const width = cols + 1;    // pixel corners per row
   // The steps leaving each corner, the part on their right: at most two (two parts touching
   // at a corner), as step codes 0 right, 1 down, 2 left, 3 up (typed arrays: no allocation
@@ -96,12 +111,12 @@ export function outlines(mask, rows, cols, [left, top] = [0, 0]) {
   };
   const starts = [];
   for (let y = 0; y < rows; y++) {
-    for (let x = 0; x < cols; x++) {
-      if (mask[y * cols + x] !== 1) continue;
-      if (!at(x, y - 1)) { add(x, y, 0); starts.push(y * width + x); }
-      if (!at(x + 1, y)) add(x + 1, y, 1);
-      if (!at(x, y + 1)) add(x + 1, y + 1, 2);
-      if (!at(x - 1, y)) add(x, y + 1, 3);
+    for (let x = 0, p = (y + 1) * pw + 1; x < cols; x++, p++) {
+      if (padded[p] !== 1) continue;
+      if (padded[p - pw] !== 1) { add(x, y, 0); starts.push(y * width + x); }
+      if (padded[p + 1] !== 1) add(x + 1, y, 1);
+      if (padded[p + pw] !== 1) add(x + 1, y + 1, 2);
+      if (padded[p - 1] !== 1) add(x, y + 1, 3);
     }
   }
   const DX = [1, 0, -1, 0];
@@ -112,7 +127,7 @@ export function outlines(mask, rows, cols, [left, top] = [0, 0]) {
     if (used[start]) continue;
     const sx = start % width;
     const sy = (start - sx) / width;
-    const points = [[sx, sy]];
+    const points = [[sx + left, sy + top]];
     let [x, y] = [sx, sy];
     let step = 0;
     for (;;) {
@@ -123,7 +138,7 @@ export function outlines(mask, rows, cols, [left, top] = [0, 0]) {
       const k = y * width + x;
       // two parts touching at a corner: turn right, keeping them apart
       const turn = second[k] < 0 ? first[k] : (step + 1) & 3;
-      if (turn !== step) points.push([x, y]);
+      if (turn !== step) points.push([x + left, y + top]);
       step = turn;
     }
     if (step === 0) points.shift();   // the start lies inside a straight run
@@ -133,7 +148,7 @@ export function outlines(mask, rows, cols, [left, top] = [0, 0]) {
       const [qx, qy] = points[(i + 1) % points.length];
       area2 += px * qy - qx * py;
     }
-    if (area2 > 0) loops.push(points.map(([px, py]) => [px + left, py + top]));   // a hole runs the other way
+    if (area2 > 0) loops.push(points);   // a hole runs the other way (the offset moves no area)
   }
   return loops;
 }
