@@ -268,8 +268,7 @@ def test_the_trained_classifier_gives_predicts_top5_and_the_drawn_shape(trained_
     """The trained classifier converted at its training size and served by the API (LiteRT):
     on held-out scenes drawn at that size (no resize on either side), predict()'s top 5 in
     order with its probabilities; on scenes drawn larger, the drawn shape as the top class
-    more often than chance (a classifier trained from scratch in minutes: 0.63 on its own
-    validation scenes)."""
+    (trained from scratch in 4 minutes on 2400 scenes: 58 of these 60 through the API)."""
     from server import create_app
 
     imgsz = train.DEFAULTS["classify"]["imgsz"]
@@ -296,7 +295,7 @@ def test_the_trained_classifier_gives_predicts_top5_and_the_drawn_shape(trained_
     paths, classes = classify_scenes(tmp_path, train.SCENE_SIZE["classify"], range(700_000, 700_060))
     right = sum(api_top5(client, folder.name, path)[0]["class_id"] == c for path, c in zip(paths, classes))
     figures["classify ground truth"] = {"scenes": len(paths), "top1_accuracy": right / len(paths)}
-    assert right / len(paths) >= 0.5, figures["classify ground truth"]  # chance: 1/3
+    assert right / len(paths) >= 0.9, figures["classify ground truth"]  # chance: 1/3
 
 
 # ---------------------------------------------------------------------------- tracking
