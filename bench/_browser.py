@@ -55,6 +55,21 @@ FRAME_TIMES = """async (n) => {
   return seen;
 }"""
 
+# The same frames' stages: [{total, preprocess, model, postprocess, draw}] (/detect's data-*-ms).
+FRAME_STAGES = """async (n) => {
+  const list = document.getElementById('results');
+  const seen = [];
+  let last = +list.dataset.frame;
+  while (seen.length < n) {
+    await new Promise((r) => setTimeout(r, 5));
+    if (+list.dataset.frame === last) continue;
+    last = +list.dataset.frame;
+    const d = list.dataset;
+    seen.push({total: +d.totalMs, preprocess: +d.preprocessMs, model: +d.modelMs, postprocess: +d.postprocessMs, draw: +d.drawMs});
+  }
+  return seen;
+}"""
+
 # Frames drawn per second over a window of the live loop.
 LIVE_FPS = """async (seconds) => {
   const list = document.getElementById('results');

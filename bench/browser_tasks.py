@@ -6,7 +6,11 @@ own model and run live on the fake camera on one backend (LiteRT.js WASM by defa
 Prints, per task:
   - on a clip of segmentation scenes (several objects a frame): live FPS, which the fake
     camera caps at 30, and the page's median time a frame (model, decode, drawing), whose
-    inverse each task is compared by: task / detect (target: segment >= 0.8x detect);
+    inverse each task is compared by: task / detect (target: segment >= 0.8x detect), and
+    the median ms of each stage of a frame (preprocess, model, postprocess, draw: /detect's
+    data-*-ms), with the model stage's own ratio to detect's;
+  - the same .tflite files alone in native LiteRT (ai-edge-litert, as many threads as cores):
+    the share of a task's extra cost that is its graph's;
   - over --memory-frames live frames of the task's own scenes (after 20 to warm up): TF.js
     tensors, LiteRT.js's live tensors and models, and its WASM heap, first and last, and
     whether each stayed flat (equal at every frame).
@@ -18,16 +22,18 @@ Prints, per task:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+from ai_edge_litert.interpreter import Interpreter
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._browser import FRAME_TIMES, LIVE_FPS, median, server_and_browser  # noqa: E402
+from bench._browser import FRAME_STAGES, LIVE_FPS, median, native_litert_ms, server_and_browser  # noqa: E402
 from bench._results import add_out_option, write_results  # noqa: E402
 from converters.scenes import dataset, train  # noqa: E402
 from harness.browser import RECORD_FRAMES, fake_camera_flags, wait_frames  # noqa: E402
@@ -38,6 +44,7 @@ TASKS = ("detect", "segment", "pose", "obb")
 SCENES = {"detect": "segment", "segment": "segment", "pose": "pose", "obb": "obb"}
 WARM_UP = 20
 TARGET_SEGMENT = 0.8
+STAGES = ("preprocess", "model", "postprocess", "draw")
 
 
 def clip(scenes: str, path: Path, frames: int = 30) -> Path:
@@ -53,7 +60,8 @@ def open_with(browser, url: str, backend: str, task: str, fixtures: Path = FIXTU
     context = browser.new_context()
     page = context.new_page()
     page.goto(f"{url}/detect?camera=0&backend={backend}")
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+    # an installed model ready, or none installed: either way the page takes one picked
+    page.wait_for_selector("#model-status[data-state='ready'], #model-status[data-state='missing']", timeout=300_000)
     page.set_input_files("#model-file", str(fixtures / f"{task}.tflite"))
     page.wait_for_function("() => document.getElementById('model-message').dataset.state === 'ok'", timeout=120_000)
     page.wait_for_selector("#model-status[data-state='ready']", timeout=120_000)
@@ -74,13 +82,14 @@ def live_fps(browser, url: str, backend: str, seconds: float, tasks, fixtures: P
         for task in tasks:
             context, page = open_with(browser, url, backend, task, fixtures)
             fps[task].append(page.evaluate(LIVE_FPS, seconds))
-            times[task] += page.evaluate(FRAME_TIMES, frames)
+            times[task] += page.evaluate(FRAME_STAGES, frames)
             out[task] = {"backend": page.get_attribute("body", "data-backend"),
                          "detections_last_frame": page.evaluate("() => +document.getElementById('results').dataset.count")}
             context.close()
     for task in tasks:
-        frame_ms = median(times[task])
-        out[task].update(fps=round(median(fps[task]), 2), frame_ms=round(frame_ms, 2),
+        frame_ms = median([f["total"] for f in times[task]])
+        stages = {stage: round(median([f[stage] for f in times[task]]), 2) for stage in STAGES}
+        out[task].update(fps=round(median(fps[task]), 2), frame_ms=round(frame_ms, 2), stages_ms=stages,
                          uncapped_fps=round(1000 / frame_ms, 2), frames_timed=len(times[task]))
     return out
 
@@ -101,7 +110,7 @@ def memory(browser, url: str, backend: str, task: str, frames: int, fixtures: Pa
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=Path, default=ROOT / "models",
-                        help="models folder: the page needs one installed model (default ./models)")
+                        help="models folder the server installs (default ./models; it may be empty)")
     parser.add_argument("--backend", default="litert-wasm")
     parser.add_argument("--seconds", type=float, default=10, help="live window per task and round")
     parser.add_argument("--rounds", type=int, default=3, help="turns each task takes, alternating")
@@ -123,6 +132,14 @@ def main() -> int:
         for task in args.tasks if frames else ():
             with server_and_browser(args.models, fake_camera_flags(clips[SCENES[task]])) as (url, browser):
                 results["memory"][task] = memory(browser, url, backend, task, frames, args.fixtures)
+    # The graphs alone, in native LiteRT on this machine's cores: how much of a task's cost
+    # over detect's is its model's, which no page can take off.
+    results["native_litert_ms"] = {}
+    for task in args.tasks:
+        tflite = args.fixtures / f"{task}.tflite"
+        shape = Interpreter(model_path=str(tflite)).get_input_details()[0]["shape"]
+        x = np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)
+        results["native_litert_ms"][task] = round(native_litert_ms(tflite, x, os.cpu_count() or 1, 200), 3)
     detect = results["live"]["detect"]["uncapped_fps"]
     print(f"/detect live on {backend}, your own models ({results['model']}); the fake camera gives 30 FPS,")
     print("so the rate compared is 1000 / the page's median ms a frame:")
@@ -132,6 +149,11 @@ def main() -> int:
         target = f" (target >= {TARGET_SEGMENT})" if task == "segment" else ""
         print(f"  {task:8s} {live['frame_ms']:6.2f} ms a frame = {live['uncapped_fps']:6.1f} FPS, {ratio:.2f}x detect{target}; "
               f"live {live['fps']:.1f} FPS ({live['detections_last_frame']} detections on the last frame)")
+        print("           median ms: " + ", ".join(f"{s} {live['stages_ms'][s]:.2f}" for s in STAGES)
+              + f"; the model alone {results['live']['detect']['stages_ms']['model'] / live['stages_ms']['model']:.2f}x detect's")
+    native = results["native_litert_ms"]
+    print(f"the graphs alone in native LiteRT ({os.cpu_count()} threads), median ms: "
+          + ", ".join(f"{t} {ms:.2f} ({native['detect'] / ms:.2f}x detect's rate)" for t, ms in native.items()))
     if results["memory"]:
         print(f"over {frames} live frames after {WARM_UP} to warm up (first -> last; flat = the same at every frame):")
     for task, m in results["memory"].items():

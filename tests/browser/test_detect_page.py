@@ -49,11 +49,15 @@ def test_fake_camera_bus_matches_python_reference(camera_browser, base_url, bus_
     wait_frames(page, 2)
     found = page_detections(page)
     size = page.eval_on_selector("#results", "el => [+el.dataset.width, +el.dataset.height]")
+    # the frame's time and its stages, which the benches read (bench/_browser.py FRAME_STAGES)
+    total, *stages = page.eval_on_selector("#results", "el => ['total', 'preprocess', 'model', 'postprocess', "
+                                           "'draw'].map((s) => +el.dataset[`${s}Ms`])")
     if backend == "wasm":
         screenshot(page, "detect_camera_bus")
     context.close()
 
     assert size == [640, 480]
+    assert all(ms >= 0 for ms in stages) and stages[1] > 0 and sum(stages) <= total + 0.05, (total, stages)
     labels = [d["label"] for d in found]
     assert labels.count("bus") >= 1 and labels.count("person") >= 3, labels
     expected = reference.detect(yolov5n, read_y4m_rgb(bus_camera))

@@ -124,7 +124,10 @@ function show(frame, result, mirrored, timing, t0) {
   renderResults(result, trackIds);
   timing.draw = performance.now() - t;
   hud.frame(timing);
-  $('results').dataset.totalMs = (performance.now() - t0).toFixed(2);
+  const list = $('results');
+  list.dataset.totalMs = (performance.now() - t0).toFixed(2);
+  // each stage's ms too (data-preprocess-ms, data-model-ms, ...), for benches and tests
+  for (const [stage, ms] of Object.entries(timing)) list.dataset[`${stage}Ms`] = ms.toFixed(2);
   if (!document.body.dataset.firstResultMs) document.body.dataset.firstResultMs = performance.now().toFixed(0);
   return result;
 }
