@@ -91,9 +91,9 @@ def test_segment_twins_agree_and_outline_their_masks():
 
 
 MASKS_JS = """
-const {instanceMask, outlines, cropWindow, wholeLogits} = await import(%s);
+const {instanceMask, outlines, cropWindow, maskRegion, wholeLogits} = await import(%s);
 const out = req.cases.map((c) => {
-  const m = instanceMask(wholeLogits(Float32Array.from(c.logits), c.mw), c.mh, c.mw, c.box, c.input);
+  const m = instanceMask(wholeLogits(Float32Array.from(c.logits), c.mw), maskRegion(c.mh, c.mw, c.box, c.input));
   return {mask: Array.from(m.mask), rows: m.rows, cols: m.cols, left: m.left, top: m.top,
           loops: outlines(m.mask, m.rows, m.cols, [m.left, m.top]), crop: cropWindow(c.box, c.input)};
 });

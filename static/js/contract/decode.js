@@ -13,7 +13,7 @@
 // maxDet place; the in-graph NMS of "nms" has already run, so there its rows are skipped
 // before the cut.
 import {outputIndex} from './manifest.js';
-import {cropLogits, instanceMask, outlines} from './masks.js';
+import {cropLogits, instanceMask, maskRegion, outlines} from './masks.js';
 import {corners, fastNms, regularize} from './rotated.js';
 
 const tf = globalThis.tf;
@@ -151,8 +151,9 @@ async function decodeSegment(manifest, outputs, frame, options) {
   const found = [];
   c.kept.forEach((i, n) => {
     const box = Array.from(c.boxes.subarray(i * 4, i * 4 + 4));
-    const logits = cropLogits(coefficients.subarray(n * nm, (n + 1) * nm), prototypes, mh, mw, box, [inW, inH]);
-    const m = instanceMask(logits, mh, mw, box, [inW, inH]);
+    const region = maskRegion(mh, mw, box, [inW, inH]);
+    if (!region) return;   // an empty box: an empty mask, which Ultralytics drops
+    const m = instanceMask(cropLogits(coefficients.subarray(n * nm, (n + 1) * nm), prototypes, mw, region), region);
     if (!m.mask.includes(1)) return;   // an empty mask: Ultralytics drops the instance
     found.push({...row(manifest, c, i, frame),
                 polygons: outlines(m.mask, m.rows, m.cols, [m.left, m.top])

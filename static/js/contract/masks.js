@@ -16,9 +16,10 @@ export function cropWindow(box, [inW, inH]) {
   return [clamp(box[0], inW), clamp(box[1], inH), clamp(box[2], inW), clamp(box[3], inH)];
 }
 
-// The box's window and the bilinear taps of its columns and rows: {left, top, cols, rows, xs, ys}
-// (xs, ys: geometry.js bilinearAxis), or null for an empty window.
-function upsampling(mh, mw, box, [inW, inH]) {
+// The box's region in input pixels and the bilinear taps of its columns and rows:
+// {left, top, cols, rows, xs, ys} (xs, ys: geometry.js bilinearAxis), or null for an empty
+// region. cropLogits and instanceMask both take it.
+export function maskRegion(mh, mw, box, [inW, inH]) {
   const [left, top, right, bottom] = cropWindow(box, [inW, inH]);
   if (right <= left || bottom <= top) return null;
   const cols = right - left;
@@ -26,20 +27,19 @@ function upsampling(mh, mw, box, [inW, inH]) {
   return {left, top, cols, rows, xs: bilinearAxis(inW, mw, left, cols), ys: bilinearAxis(inH, mh, top, rows)};
 }
 
-// One instance's mask logits over the prototype pixels its box's upsampling reads:
+// One instance's mask logits over the prototype pixels its region's upsampling reads:
 // {values (Float32Array rows x width), x0, y0, width}, its coefficients (Float32Array [nm])
-// times the prototypes (Float32Array [mh * mw * nm], NHWC) there; null for an empty window.
-// 20 instances at 640 px took 16 ms as one matMul over every prototype pixel on TF.js WASM
-// (bench/mask_decode.py); a full [mh * mw] array per instance (100 KB at 640 px) only made
-// garbage. Summed in doubles, so a logit may differ from numpy's float32 sum in its last bits.
-export function cropLogits(coefficients, protos, mh, mw, box, inSize) {
+// times the prototypes (Float32Array [mh * mw * nm], NHWC) there. 20 instances at 640 px
+// took 16 ms as one matMul over every prototype pixel on TF.js WASM (bench/mask_decode.py);
+// a full [mh * mw] array per instance (100 KB at 640 px) only made garbage. Summed in
+// doubles, so a logit may differ from numpy's float32 sum in its last bits.
+export function cropLogits(coefficients, protos, mw, region) {
   const nm = coefficients.length;
-  const up = upsampling(mh, mw, box, inSize);
-  if (!up) return null;
-  const x0 = up.xs.lo[0];
-  const y0 = up.ys.lo[0];
-  const width = up.xs.hi[up.cols - 1] - x0 + 1;
-  const height = up.ys.hi[up.rows - 1] - y0 + 1;
+  const {xs, ys} = region;
+  const x0 = xs.lo[0];
+  const y0 = ys.lo[0];
+  const width = xs.hi[region.cols - 1] - x0 + 1;
+  const height = ys.hi[region.rows - 1] - y0 + 1;
   const values = new Float32Array(width * height);
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
@@ -52,42 +52,45 @@ export function cropLogits(coefficients, protos, mh, mw, box, inSize) {
   return {values, x0, y0, width};
 }
 
-// All of a [mh * mw] logits array as cropLogits' window.
+// All of a [mh * mw] logits array as cropLogits' answer.
 export function wholeLogits(values, mw) {
   return {values, x0: 0, y0: 0, width: mw};
 }
 
-// One instance's mask in input pixels over its box's window: {mask (Uint8Array rows x cols),
-// rows, cols, left, top}. logits: a window of them (cropLogits, wholeLogits) holding every
-// prototype pixel the box's upsampling reads. Each prototype row the window reads is
-// interpolated across once (a 4x upsampling reads each about four times), then the rows
-// down: the same float32 sums as interpolating each pixel from its four neighbours.
-export function instanceMask(logits, mh, mw, box, inSize) {
-  const up = logits && upsampling(mh, mw, box, inSize);
-  if (!up) return {mask: new Uint8Array(0), rows: 0, cols: 0, left: 0, top: 0};
-  const {rows, cols, xs, ys} = up;
+// One instance's mask in input pixels over its region (maskRegion; null: empty):
+// {mask (Uint8Array rows x cols), rows, cols, left, top}. logits: cropLogits' (or
+// wholeLogits') for that region. Each prototype row the region reads is interpolated across
+// once (a 4x upsampling reads each about four times), then the rows down: the same float32
+// sums as interpolating each pixel from its four neighbours.
+export function instanceMask(logits, region) {
+  if (!region) return {mask: new Uint8Array(0), rows: 0, cols: 0, left: 0, top: 0};
+  const {rows, cols} = region;
+  const {lo: xLo, hi: xHi, frac: xFrac} = region.xs;
+  const {lo: yLo, hi: yHi, frac: yFrac} = region.ys;
   const {values, x0, y0, width} = logits;
-  const first = ys.lo[0];
-  const across = new Float32Array((ys.hi[rows - 1] - first + 1) * cols);
-  for (let y = first; y <= ys.hi[rows - 1]; y++) {
+  const first = yLo[0];
+  const last = yHi[rows - 1];
+  const across = new Float32Array((last - first + 1) * cols);
+  for (let y = first; y <= last; y++) {
     const from = (y - y0) * width - x0;
     const to = (y - first) * cols;
     for (let c = 0; c < cols; c++) {
-      const fx = xs.frac[c];
-      across[to + c] = f32(values[from + xs.lo[c]] * f32(1 - fx)) + f32(values[from + xs.hi[c]] * fx);
+      const fx = xFrac[c];
+      across[to + c] = f32(values[from + xLo[c]] * f32(1 - fx)) + f32(values[from + xHi[c]] * fx);
     }
   }
   const mask = new Uint8Array(rows * cols);
   for (let r = 0; r < rows; r++) {
-    const fy = ys.frac[r];
+    const fy = yFrac[r];
     const keepUpper = f32(1 - fy);
-    const upper = (ys.lo[r] - first) * cols;
-    const lower = (ys.hi[r] - first) * cols;
+    const upper = (yLo[r] - first) * cols;
+    const lower = (yHi[r] - first) * cols;
+    const to = r * cols;
     for (let c = 0; c < cols; c++) {
-      mask[r * cols + c] = f32(f32(across[upper + c] * keepUpper) + f32(across[lower + c] * fy)) > 0 ? 1 : 0;
+      mask[to + c] = f32(f32(across[upper + c] * keepUpper) + f32(across[lower + c] * fy)) > 0 ? 1 : 0;
     }
   }
-  return {mask, rows, cols, left: up.left, top: up.top};
+  return {mask, rows, cols, left: region.left, top: region.top};
 }
 
 // The outer boundary of each 4-connected part of mask (rows x cols, 1 = in) as a polygon of
