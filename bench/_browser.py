@@ -42,20 +42,9 @@ def server_and_browser(models: Path, chromium_args=()):
             browser.close()
 
 
-# The page's own time for each of the next n frames it shows (#results data-total-ms: input,
-# model, decode and drawing, in ms).
-FRAME_TIMES = """async (n) => {
-  const list = document.getElementById('results');
-  const seen = [];
-  let last = +list.dataset.frame;
-  while (seen.length < n) {
-    await new Promise((r) => setTimeout(r, 5));
-    if (+list.dataset.frame !== last) { last = +list.dataset.frame; seen.push(+list.dataset.totalMs); }
-  }
-  return seen;
-}"""
-
-# The same frames' stages: [{total, preprocess, model, postprocess, draw}] (/detect's data-*-ms).
+# The page's own time for each of the next n frames it shows, whole and by stage:
+# [{total, preprocess, model, postprocess, draw}] in ms (#results data-total-ms,
+# data-preprocess-ms, ...; total = input, model, decode and drawing).
 FRAME_STAGES = """async (n) => {
   const list = document.getElementById('results');
   const seen = [];

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _browser import BARE_MODEL_TIMES, FRAME_TIMES, LIVE_FPS, median, native_litert_ms, parse_args, server_and_browser
+from _browser import BARE_MODEL_TIMES, FRAME_STAGES, LIVE_FPS, median, native_litert_ms, parse_args, server_and_browser
 
 from bench._results import write_results
 from converters.sources import load_photo
@@ -127,7 +127,7 @@ def measure(browser, url, model_id, backend, args) -> dict:
     context = browser.new_context()
     page, chosen = open_live(context, url, model_id, backend)
     fps = page.evaluate(LIVE_FPS, args.seconds)
-    pipeline = median(page.evaluate(FRAME_TIMES, args.frames))
+    pipeline = median([f["total"] for f in page.evaluate(FRAME_STAGES, args.frames)])
     page.click("#pause-button")
     bare = median(page.evaluate(BARE_MODEL_TIMES, [model_id, backend, "view", args.frames]))
     # The seed's loop runs on the TF.js graph: on a TF.js backend only (the page is paused).
