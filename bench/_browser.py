@@ -109,14 +109,18 @@ BARE_MODEL_TIMES = """async ([modelId, backend, sourceId, n]) => {
 
 
 def native_litert_ms(tflite: Path, x, threads: int, n: int) -> float:
-    """Median ms of the same .tflite in native LiteRT (ai-edge-litert) at `threads`."""
+    """Median ms of the same .tflite in native LiteRT (ai-edge-litert) at `threads`, on `x`
+    (None: uniform noise of the model's input shape)."""
     import time
 
+    import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
     interp = Interpreter(model_path=str(tflite), num_threads=threads)
     interp.allocate_tensors()
-    index = interp.get_input_details()[0]["index"]
+    index, shape = (interp.get_input_details()[0][key] for key in ("index", "shape"))
+    if x is None:
+        x = np.random.default_rng(0).uniform(0, 1, shape).astype(np.float32)
     times = []
     for i in range(n + 1):
         t0 = time.perf_counter()
