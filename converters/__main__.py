@@ -1,5 +1,8 @@
-"""python -m converters <name>|all|list [--weights PATH|none] [--out DIR]
-                        [--quantize none|float16|uint8] [--imgsz N] [--force]"""
+"""python -m converters <name>|all|official|list [--weights PATH|NAME|none] [--id ID] [--out DIR]
+                        [--quantize none|float16|uint8] [--imgsz N] [--force]
+
+``official`` builds the official Ultralytics checkpoints (one per task) that can be had here:
+each one missing is one line saying how to get it, and the others still build."""
 from __future__ import annotations
 
 import argparse
@@ -15,9 +18,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m converters",
         description="Convert real models to TF.js graph models (+ server artifact and manifest).")
-    parser.add_argument("name", help=f"one of: {', '.join(FAMILIES)}; 'all'; or 'list'")
-    parser.add_argument("--weights", help="source weights file, or 'none' for random weights "
-                        "(default: the official download when online)")
+    parser.add_argument("name", help=f"one of: {', '.join(FAMILIES)}; 'all'; 'official' (the official "
+                        "Ultralytics checkpoints found here); or 'list'")
+    parser.add_argument("--weights", help="source weights file, an official checkpoint's name (yolo11n-pose.pt), "
+                        "or 'none' for random weights (default: the official download when online)")
+    parser.add_argument("--id", dest="model_id", help="the installed model's id (default: the checkpoint's name "
+                        "for yolo, else the family's)")
     parser.add_argument("--out", type=Path, help="models folder (default: the app's, $DATARAILROAD_MODELS or ./models)")
     parser.add_argument("--quantize", choices=QUANTIZATIONS, default="none")
     # checked by the pipeline (converters.stages.input_side), so a bad value is a clean error
@@ -36,10 +42,12 @@ def main(argv=None) -> int:
             for name, task, summary in pipeline.summaries():
                 print(f"{name:20s} {task:9s} {summary}")
             return 0
+        if args.name == "official":
+            return build_official(args)
         if args.name == "all":
-            for option in ("weights", "imgsz"):
+            for option in ("weights", "imgsz", "model_id"):
                 if getattr(args, option):
-                    raise ConverterError(f"--{option} applies to one model, not 'all'",
+                    raise ConverterError(f"--{option.replace('model_id', 'id')} applies to one model, not 'all'",
                                          f"convert that model on its own: python -m converters NAME --{option} ...")
             names = list(FAMILIES)
         else:
@@ -52,8 +60,8 @@ def main(argv=None) -> int:
                 print(f"[{name}] already installed (--force rebuilds it)")
                 continue
             try:
-                pipeline.convert(name, weights=args.weights, out=args.out,
-                                 quantize=args.quantize, force=args.force, imgsz=args.imgsz)
+                pipeline.convert(name, weights=args.weights, out=args.out, quantize=args.quantize,
+                                 force=args.force, imgsz=args.imgsz, model_id=args.model_id)
             except ConverterError as exc:
                 if len(names) == 1:
                     raise
@@ -70,6 +78,34 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("interrupted; the previous model (if any) is untouched", file=sys.stderr)
         return 130
+
+
+def build_official(args) -> int:
+    """Every official Ultralytics checkpoint that is here or can be downloaded, one by one; one
+    that can't be had is one line (skipped), one that fails to build is an error (exit 2)."""
+    from . import pipeline
+    from .ultralytics_yolo import official
+
+    for option in ("weights", "model_id"):
+        if getattr(args, option):
+            raise ConverterError(f"--{option.replace('model_id', 'id')} applies to one model, not 'official'",
+                                 "convert that checkpoint on its own: python -m converters yolo --weights NAME ...")
+    started = time.perf_counter()
+    failed = []
+    for name in official.CHECKPOINTS:
+        try:
+            pipeline.convert("yolo", weights=name, out=args.out, quantize=args.quantize,
+                             force=args.force, imgsz=args.imgsz)
+        except official.Unavailable as exc:
+            print(f"[yolo] skipped {name}: {exc.message}; {exc.fix}", file=sys.stderr)
+        except ConverterError as exc:
+            pipeline.report_error(exc)
+            failed.append(name)
+    print(f"total {time.perf_counter() - started:.1f}s")
+    if failed:
+        print(f"not built: {', '.join(failed)} (see the errors above)", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from modelcontract import limits
 from modelcontract import manifest as contract
 from modelcontract.paths import models_dir
 
@@ -90,19 +91,57 @@ def trained_side(family, source) -> int | None:
     return side if step and side and side % step == 0 and low <= side <= high else None
 
 
+def check_model_id(model_id: str) -> str:
+    if not limits.is_model_id(model_id):
+        raise ConverterError(f"--id {model_id!r} is not a model id (letters, digits, '.', '_', '-'; 128 at most, "
+                             "starting with a letter or digit)", "pass e.g. --id my-detector")
+    return model_id
+
+
+def base_id(mod, name: str, source: Source, model_id: str | None) -> str:
+    """What a build is named before its size and quantisation: --id, else what the family
+    names its source after (``model_id(source)``: yolo11n-pose), else the family."""
+    if model_id:
+        return check_model_id(model_id)
+    return mod.model_id(source) if hasattr(mod, "model_id") else name
+
+
+def other_model(target: Path, name: str, source: Source) -> str | None:
+    """What already installed at ``target`` is not an earlier build of this model (another
+    family, or other weights under a name taken from a file): None when it is ours to replace."""
+    current = installed_manifest(target)
+    if current is None:
+        return None
+    if current.get("name") != name:
+        return f"a {current.get('name')} model"
+    theirs = (current.get("source") or {}).get("sha256")
+    if source.path is not None and theirs != source.sha256:
+        return f"a build of other weights (source sha256 {str(theirs)[:12]}..., these are {source.sha256[:12]}...)"
+    return None
+
+
 def convert(name: str, weights: str | None = None, out: Path | None = None,
-            quantize: str = "none", force: bool = False, imgsz: int | None = None) -> Path:
-    """Build one model into ``out/<name>[-<imgsz>][-<quantize>]``; returns the installed folder."""
+            quantize: str = "none", force: bool = False, imgsz: int | None = None,
+            model_id: str | None = None) -> Path:
+    """Build one model into ``out/<id>[-<imgsz>][-<quantize>]`` (``base_id``); returns the
+    installed folder. A folder that holds another model (``other_model``) is replaced only
+    with ``force``."""
     mod = family(name)
     given = stages.input_side(mod, imgsz) if imgsz is not None else None  # a bad --imgsz: before any work
+    if model_id:
+        check_model_id(model_id)
     started = time.perf_counter()
     source = mod.resolve_source(weights)
     imgsz = given or trained_side(mod, source) or stages.input_side(mod, None)
     if given is None and imgsz != getattr(mod, "IMGSZ", None) and imgsz is not None:
         print(f"[{name}] {imgsz} px, the size the checkpoint was trained at (--imgsz builds another)")
     out = Path(out) if out else models_dir()
-    target = out / model_folder_name(name, quantize, imgsz, getattr(mod, "IMGSZ", None))
+    target = out / model_folder_name(base_id(mod, name, source, model_id), quantize, imgsz, getattr(mod, "IMGSZ", None))
     options = options_of(weights, quantize, imgsz)
+    other = None if force else other_model(target, name, source)
+    if other:
+        raise ConverterError(f"{target} holds {other}; not replaced",
+                             "name this build with --id NAME, or replace that model with --force")
     if not force and is_up_to_date(target, source, options):
         print(f"[{name}] up to date in {target} (same source sha256 and options; --force rebuilds)")
         return target

@@ -13,11 +13,17 @@ layout (NCHW input, boxes as fractions of the input, NCHW prototypes) is the man
 read back into the TF.js graph's.
 
 --weights:
-  (default)         yolo11n.pt, downloaded from the Ultralytics release (online only)
+  (default)         yolo11n.pt, as NAME below
+  NAME              an official checkpoint by its file name (yolo11n.pt, yolo26n.pt, yolo11n-seg.pt,
+                    yolo11n-pose.pt, yolo26n-obb.pt): the shared folder's copy, else the
+                    download cache's, else Ultralytics' release download; sha256-checked (official.py)
   PATH.pt           an Ultralytics 8.x checkpoint of any of the five tasks
   NAME.yaml / PATH  an Ultralytics architecture (bundled name such as yolov8n.yaml, or a
                     file) with random weights (seeded) -- what works offline
   none              yolo11n.yaml with random weights
+
+A checkpoint's build is named after it (yolo11n-pose), an architecture's "yolo"; --id names
+another.
 
 The export runs in a child process: ultralytics reads its environment at import time,
 writes beside its input and into the working directory, and needs a few offline fixes
@@ -42,7 +48,7 @@ from modelcontract import answers, ultralytics_litert
 
 from .. import detections, parity, sources, stages, tfjs, tflite
 from ..errors import ConverterError
-from . import child
+from . import child, official
 from .child import RANDOM_SEED
 from modelcontract.manifest import sha256_file
 
@@ -50,8 +56,7 @@ NAME = "yolo"
 TASK = "detect"
 SUMMARY = "Ultralytics 8.x model (YOLO26/YOLO11/YOLOv8/YOLOv5u, five tasks) via its own exports; raw head, NMS in the page"
 
-DEFAULT_URL = "https://github.com/ultralytics/assets/releases/download/v8.3.0/yolo11n.pt"
-LICENCE = sources.licence("AGPL-3.0", "https://github.com/ultralytics/ultralytics/blob/main/LICENSE")
+DEFAULT_CHECKPOINT = "yolo11n.pt"
 DEFAULT_YAML = "yolo11n.yaml"
 KIND = "Ultralytics 8.x checkpoint (detect, segment, pose, OBB or classify)"
 # The task of each model class (ultralytics.nn.tasks) and YAML head taken.
@@ -109,11 +114,27 @@ def _yaml_task(path: Path, label: str) -> str:
     return HEADS[head]
 
 
+def model_id(source: sources.Source) -> str:
+    """A checkpoint's build is named after its file (yolo11n-pose.pt -> yolo11n-pose; an
+    official one after its release name, whatever the local file is called; the trainer's
+    runs/segment/train/weights/best.pt -> segment-train); an architecture's random weights
+    are "yolo"."""
+    if source.path is None:
+        return NAME
+    path = Path(source.extra.get("checkpoint") or source.path)
+    stem = path.stem
+    if stem in ("best", "last") and path.parent.name == "weights":
+        # the trainer's runs/<task>/<run>/weights/best.pt: segment-train (segment-train-last)
+        stem = "-".join([path.parents[2].name, path.parents[1].name] + ([stem] if stem == "last" else []))
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-._")[:100]
+    return cleaned or NAME
+
+
 def resolve_source(weights: str | None) -> sources.Source:
     if weights is None:
-        source = sources.download(DEFAULT_URL, "yolo11n.pt", KIND)
-        source.licence = LICENCE
-        return source
+        weights = DEFAULT_CHECKPOINT
+    if official.is_official_name(weights) and not Path(weights).is_file():
+        return _checkpoint_source(official.resolve(weights))
     if weights == "none":
         weights = DEFAULT_YAML
     if weights.lower().endswith((".yaml", ".yml")):
@@ -134,6 +155,11 @@ def resolve_source(weights: str | None) -> sources.Source:
                               extra={"architecture": Path(weights).name, "task": task},
                               licence=sources.licence(sources.RANDOM_WEIGHTS))
     source = sources.local_weights(weights, KIND, (".pt",))
+    return _checkpoint_source(official.matching(source.path, source.sha256) or source)
+
+
+def _checkpoint_source(source: sources.Source) -> sources.Source:
+    """A .pt's source, once its task is read from the pickle without running it."""
     from ..yolov5.checkpoint import checkpoint_globals
 
     names = checkpoint_globals(source.path, EXPECTED)
@@ -146,7 +172,8 @@ def resolve_source(weights: str | None) -> sources.Source:
         raise ConverterError(f"{source.path.name} is not an Ultralytics detection, segmentation, pose, OBB or "
                              f"classification checkpoint ({', '.join(other) or 'no ultralytics model inside'}); "
                              f"{EXPECTED}", "pass such a .pt (e.g. yolo11n.pt, yolo11n-seg.pt) with --weights PATH")
-    source.licence = sources.user_licence(KIND)
+    if source.licence is None:
+        source.licence = sources.user_licence(KIND)
     source.extra["task"] = tasks[-1]  # the most specific, should a subclass pickle its base too
     trained = trained_side(source.path)
     if trained:

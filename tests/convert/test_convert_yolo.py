@@ -399,9 +399,11 @@ def test_yolo_points_classic_yolov5_elsewhere(tmp_path):
 
 
 def test_yolo_offline_default_download_fails_cleanly(tmp_path, monkeypatch, capsys):
-    from converters import __main__ as cli_main, sources, ultralytics_yolo
+    from converters import __main__ as cli_main, sources
+    from converters.ultralytics_yolo import official
 
+    monkeypatch.setenv("DATARAILROAD_SHARED", str(tmp_path / "shared"))
     monkeypatch.setattr(sources, "CACHE", tmp_path / "cache")
-    monkeypatch.setattr(ultralytics_yolo, "DEFAULT_URL", "http://127.0.0.1:9/yolo11n.pt")
+    monkeypatch.setattr(official, "RELEASE", "http://127.0.0.1:9/")
     code = cli_main.main(["yolo", "--out", str(tmp_path / "models")])
-    assert_clean_error(code, capsys.readouterr().err, "could not download yolo11n.pt", "--weights")
+    assert_clean_error(code, capsys.readouterr().err, "yolo11n.pt is not in", "can't download it", "--weights")

@@ -109,3 +109,34 @@ def test_cli_list_runs_as_a_module():
     assert result.returncode == 0
     names = [line.split()[0] for line in result.stdout.splitlines()]
     assert names == list(converters.FAMILIES)
+
+
+def test_id_names_the_build(fake, tmp_path):
+    target = pipeline.convert("fake", out=tmp_path, model_id="mine")
+    assert target == tmp_path / "mine" and manifest.read(target)["id"] == "mine"
+
+
+def test_a_bad_id_is_refused_before_any_work(fake, tmp_path, capsys):
+    assert cli.main(["fake", "--id", "../up", "--out", str(tmp_path)]) == 2
+    assert "is not a model id" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
+def test_a_build_never_replaces_another_model_silently(fake, tmp_path, capsys):
+    """Other weights under the same id, or another family's folder: refused, pointing at --id
+    and --force; the installed model stays. --force replaces it."""
+    a, b = tmp_path / "a.pt", tmp_path / "b.pt"
+    a.write_text("sha-a")
+    b.write_text("sha-b")
+    pipeline.convert("fake", weights=str(a), out=tmp_path / "models", model_id="net")
+    assert cli.main(["fake", "--weights", str(b), "--id", "net", "--out", str(tmp_path / "models")]) == 2
+    err = capsys.readouterr().err
+    assert "holds a build of other weights" in err and "--id NAME" in err and "--force" in err
+    assert manifest.read(tmp_path / "models" / "net")["source"]["sha256"] == "sha-a"
+    pipeline.convert("fake", weights=str(b), out=tmp_path / "models", model_id="net", force=True)
+    assert manifest.read(tmp_path / "models" / "net")["source"]["sha256"] == "sha-b"
+    manifest_path = tmp_path / "models" / "net" / "manifest.json"
+    data = json.loads(manifest_path.read_text())
+    data["name"] = "yolov5n"
+    manifest_path.write_text(json.dumps(data))
+    with pytest.raises(converters.errors.ConverterError, match="holds a yolov5n model"):
+        pipeline.convert("fake", weights=str(b), out=tmp_path / "models", model_id="net")
