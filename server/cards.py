@@ -148,6 +148,18 @@ def picker_text(manifest: dict, size, speed, agreement) -> str:
     return " · ".join(bits)
 
 
+def finds_of(manifest: dict) -> dict:
+    """What the model finds: its group (manifests.group), classes, a pose model's keypoints,
+    and the release checkpoint and data an official build comes from."""
+    labels = manifest.get("labels")
+    kpt = manifest.get("kpt_shape")
+    src = manifest.get("source") or {}
+    return {"group": manifests.group(manifest), "group_label": manifests.GROUP_LABELS.get(manifests.group(manifest)),
+            "classes": labels if isinstance(labels, list) else None,
+            "keypoints": kpt[0] if isinstance(kpt, list) and kpt else None,
+            "checkpoint": src.get("checkpoint"), "trained_on": src.get("trained_on")}
+
+
 def card(manifest: dict) -> dict:
     """The model card of one installed model."""
     size, speed, agreement = input_size(manifest), speed_of(manifest), agreement_of(manifest)
@@ -157,6 +169,7 @@ def card(manifest: dict) -> dict:
         "title": manifest.get("title") or manifest["id"],
         "task": manifest.get("task"),
         "summary": manifest.get("summary"),
+        "finds": finds_of(manifest),
         "input": size,
         "source": source_of(manifest),
         "licence": licence_of(manifest),

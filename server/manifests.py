@@ -31,6 +31,9 @@ INSTALL_HINTS = {
     "detect": "make models   (or: .venv/bin/python -m converters yolov5n --weights ../shared/models/yolov5n.pt)",
     "classify": "make models   (or: .venv/bin/python -m converters efficientnet-lite0)",
     "handpose": "make models   (or: .venv/bin/python -m converters handpose)",
+    "segment": "make models   (or: .venv/bin/python -m converters yolo --weights yolo11n-seg.pt)",
+    "pose": "make models   (or: .venv/bin/python -m converters yolo --weights yolo11n-pose.pt)",
+    "obb": "make models   (or: .venv/bin/python -m converters yolo --weights yolo26n-obb.pt)",
 }
 REBUILD = "rebuild it with the converter (make models, or python -m converters ... --force)"
 
@@ -41,9 +44,32 @@ def has_random_weights(manifest: dict) -> bool:
     return str(source.get("sha256") or "").startswith("random") or source.get("kind") == "random"
 
 
+# /detect's picker groups, in order: what a model finds, by its outputs.format (other tasks'
+# models are all of one group).
+GROUPS = {"yolo-seg": "segment", "yolo-pose": "pose", "yolo-obb": "obb"}
+GROUP_LABELS = {"detect": "Objects", "segment": "Segments (instance masks)", "pose": "People (pose)",
+                "obb": "Oriented boxes (aerial)"}
+# converters/ultralytics_yolo/official.py KIND: a release checkpoint, sha256-checked
+OFFICIAL_KIND = "official Ultralytics checkpoint"
+
+
+def group(manifest: dict) -> str:
+    """"detect", "segment", "pose" or "obb" for a detector; else its task."""
+    fmt = (manifest.get("outputs") or {}).get("format")
+    return GROUPS.get(fmt, "detect" if manifest.get("task") == "detect" else manifest.get("task"))
+
+
+def is_official(manifest: dict) -> bool:
+    return (manifest.get("source") or {}).get("kind") == OFFICIAL_KIND
+
+
 def preference(manifest: dict) -> tuple:
-    """Pickers and API defaults: real weights before random ones, fp32 before quantised."""
-    return has_random_weights(manifest), manifest.get("quantization", "none") != "none", manifest["id"]
+    """Pickers and API defaults: real weights before random ones, fp32 before quantised, plain
+    detectors before the other YOLO tasks, official checkpoints first within each."""
+    order = list(GROUP_LABELS)
+    rank = order.index(group(manifest)) if group(manifest) in order else 0
+    return (has_random_weights(manifest), manifest.get("quantization", "none") != "none", rank,
+            not is_official(manifest), manifest["id"])
 
 
 # ---------------------------------------------------------------------------- the registry
@@ -176,6 +202,8 @@ def summary(manifest: dict) -> dict:
         "name": manifest.get("name"),
         "title": manifest.get("title", manifest["id"]),
         "task": manifest.get("task"),
+        "group": group(manifest),
+        "official": is_official(manifest),
         "quantization": manifest.get("quantization", "none"),
         "input": manifest.get("input"),
         "outputs": {"format": manifest.get("outputs", {}).get("format")},

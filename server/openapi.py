@@ -276,6 +276,10 @@ SCHEMAS = {
         "properties": {"id": {"type": "string"}, "name": {"type": ["string", "null"]},
                        "title": {"type": "string"},
                        "task": {"type": ["string", "null"], "description": "detect, classify or handpose"},
+                       "group": {"type": ["string", "null"], "description": "what it finds: detect, segment, "
+                                 "pose or obb for a detect model (its outputs.format), else its task"},
+                       "official": {"type": "boolean", "description": "built from an official Ultralytics "
+                                    "release checkpoint, its sha256 checked"},
                        "quantization": {"type": "string"}, "input": {"type": ["object", "null"]},
                        "outputs": {"type": "object"}, "tfjs": {"type": ["object", "null"]},
                        "bytes": {"type": "integer", "minimum": 0}, "parity_passed": {"type": ["boolean", "null"]},
@@ -290,6 +294,8 @@ SCHEMAS = {
                      "agreement", "tools", "created", "picker"],
         "properties": {
             "id": {"type": "string"}, "title": {"type": "string"}, "task": {"type": ["string", "null"]},
+            "finds": {"type": "object", "description": "what it finds: group (detect, segment, pose, obb, or the "
+                      "task), class names, keypoints per instance, the official checkpoint and its data"},
             "input": {"type": ["object", "null"], "description": "the model's input width and height in pixels"},
             "source": {"type": "object", "required": ["kind", "url", "sha256", "sha256_prefix"],
                        "description": "the weights' origin; sha256 null for random weights",

@@ -204,4 +204,30 @@ def test_pickers_prefer_real_fp32_models_and_take_a_model_parameter(tmp_path):
     assert order == ["c-real", "b-real-float16", "a-random"]
     assert "(random weights" in html.split('value="a-random"')[1].split("</option>")[0]
     chosen = client.get("/detect?model=b-real-float16").get_data(as_text=True)
-    assert re.search(r'<option value="b-real-float16"\s+selected', chosen)
+    assert re.search(r'<option value="b-real-float16"[^>]*\sselected', chosen)
+
+
+def test_detect_groups_its_models_by_what_they_find_official_first(tmp_path):
+    """/detect's picker: objects, segments, people, oriented boxes, in that order, each group's
+    official checkpoints first; the index has a tile per task opening /detect on its model;
+    the API's default detector is the official plain one."""
+    def install(model_id, fmt, official=False):
+        folder = tmp_path / model_id
+        folder.mkdir()
+        kind = "official Ultralytics checkpoint" if official else "test"
+        (folder / "manifest.json").write_text(json.dumps(minimal(
+            id=model_id, title=model_id, outputs={"format": fmt}, source={"kind": kind, "sha256": "1" * 64})))
+
+    install("a-mine-obb", "yolo-obb")
+    install("b-pose", "yolo-pose", official=True)
+    install("c-seg", "yolo-seg", official=True)
+    install("d-mine", "yolo-raw")
+    install("e-official", "yolo-raw", official=True)
+    client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()
+    picker = client.get("/detect").get_data(as_text=True).split('id="model-select"')[1].split("</select>")[0]
+    assert re.findall(r'<optgroup label="([^"]+)"', picker) == [
+        "Objects", "Segments (instance masks)", "People (pose)", "Oriented boxes (aerial)"]
+    assert re.findall(r'<option value="([^"]+)"', picker) == ["e-official", "d-mine", "c-seg", "b-pose", "a-mine-obb"]
+    index = client.get("/").get_data(as_text=True)
+    assert re.search(r'data-group="pose"[^>]*>\s*<h2><a href="/detect\?model=b-pose"', index)
+    assert client.get("/api/v1/models").get_json()["models"][0]["id"] == "e-official"

@@ -65,6 +65,7 @@ export class PageSession {
     this.using = 0;        // use() calls running on the open model
     // Settles once start() has tried its first open: use() called earlier waits for it.
     this.started = new Promise((resolve) => { this.startDone = resolve; });
+    rememberChoice(this.modelSelect, this.page.task);
   }
 
   get onServer() {
@@ -159,6 +160,23 @@ export class PageSession {
       : `${label}${describeChoice(opened)}`, 'ready');
     return opened;
   }
+}
+
+// The model picked last on this task's page is picked again on the next visit, unless the URL
+// names one (?model=) or it is no longer installed. Before start(): the first open is that one.
+function rememberChoice(select, task) {
+  if (!select) return;
+  const key = `datarailroad.model.${task}`;
+  try {
+    const saved = localStorage.getItem(key);
+    if (saved && saved !== select.value && !urlOverride('model') && [...select.options].some((o) => o.value === saved)) {
+      select.value = saved;
+      select.dispatchEvent(new Event('change'));   // the model card follows; start() listens later
+    }
+  } catch { /* storage refused (private mode): nothing remembered */ }
+  select.addEventListener('change', () => {
+    try { localStorage.setItem(key, select.value); } catch { /* as above */ }
+  });
 }
 
 // Resolves once busy() is false.

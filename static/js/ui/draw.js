@@ -79,17 +79,20 @@ const COCO_SKELETON = [[15, 13], [13, 11], [16, 14], [14, 12], [11, 12], [5, 11]
   [6, 8], [7, 9], [8, 10], [1, 2], [0, 1], [0, 2], [1, 3], [2, 4], [3, 5], [4, 6]];
 const KEYPOINT_SHOWN = 0.5;   // Ultralytics' plotting threshold on a keypoint's visibility
 
-// Pose keypoints [x, y, visibility]: the visible ones as dots, COCO's skeleton between them
-// when there are 17.
+// Pose keypoints [x, y, confidence]: those at or over Ultralytics' plotting threshold as dots,
+// COCO's skeleton between them when there are 17; each drawn as opaque as it is confident.
 function drawKeypoints(ctx, keypoints, color, mirrored) {
   const width = ctx.canvas.width;
-  const shown = keypoints.map(([x, y, v]) => (v >= KEYPOINT_SHOWN ? [viewX(x, width, mirrored), y] : null));
+  const shown = keypoints.map(([x, y, v]) => (v >= KEYPOINT_SHOWN ? [viewX(x, width, mirrored), y, v] : null));
+  const opacity = (v) => 0.35 + 0.65 * Math.min(1, v);
+  ctx.save();
   if (keypoints.length === 17) {
     for (const [a, b] of COCO_SKELETON) {
       if (!shown[a] || !shown[b]) continue;
+      ctx.globalAlpha = opacity(Math.min(shown[a][2], shown[b][2]));
       ctx.beginPath();
-      ctx.moveTo(...shown[a]);
-      ctx.lineTo(...shown[b]);
+      ctx.moveTo(shown[a][0], shown[a][1]);
+      ctx.lineTo(shown[b][0], shown[b][1]);
       ctx.stroke();
     }
   }
@@ -97,11 +100,13 @@ function drawKeypoints(ctx, keypoints, color, mirrored) {
   ctx.fillStyle = '#fff';
   for (const p of shown) {
     if (!p) continue;
+    ctx.globalAlpha = opacity(p[2]);
     ctx.beginPath();
     ctx.arc(p[0], p[1], r, 0, 2 * Math.PI);
     ctx.fill();
     ctx.stroke();
   }
+  ctx.restore();
 }
 
 // MediaPipe's 21-point hand: wrist, then 4 joints per finger, thumb first.

@@ -95,11 +95,23 @@ function userRows(card) {
   ].filter(Boolean);
 }
 
+// What an installed model finds: its classes (the first few, all on hover), keypoints, and
+// the release checkpoint it was built from.
+function findsRow(finds) {
+  const names = finds.classes || [];
+  const shown = names.length > 6 ? `${names.slice(0, 6).join(', ')}… (${names.length} classes)` : names.join(', ');
+  const bits = [finds.group_label, shown, finds.keypoints ? `${finds.keypoints} keypoints each` : null].filter(Boolean);
+  const dd = el('dd', {title: names.join(', ')}, bits.join(' · '));
+  if (finds.checkpoint) dd.append(el('span', {className: 'muted'}, ` (from ${finds.checkpoint}, ${finds.trained_on})`));
+  return dd;
+}
+
 export function renderCard(container, card) {
   container.hidden = !card;
   if (!card) return;
   const tags = [card.task, card.input ? `${card.input.width}×${card.input.height} input` : null];
   const rows = card.user ? userRows(card) : [
+    card.finds && card.finds.classes ? ['Finds', findsRow(card.finds)] : null,
     ['Source', sourceRow(card.source)],
     ['Licence', licenceRow(card.licence)],
     ['Size', sizesRow(card)],
