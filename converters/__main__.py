@@ -92,10 +92,13 @@ def build_official(args) -> int:
                                  "convert that checkpoint on its own: python -m converters yolo --weights NAME ...")
     started = time.perf_counter()
     failed = []
+    from .ultralytics_yolo import DEFAULT_CHECKPOINT
+
     for name in official.CHECKPOINTS:
         try:
-            pipeline.convert("yolo", weights=name, out=args.out, quantize=args.quantize,
-                             force=args.force, imgsz=args.imgsz)
+            # the family's default is built as `all` builds it: each finds the other's up to date
+            pipeline.convert("yolo", weights=None if name == DEFAULT_CHECKPOINT else name, out=args.out,
+                             quantize=args.quantize, force=args.force, imgsz=args.imgsz)
         except official.Unavailable as exc:
             print(f"[yolo] skipped {name}: {exc.message}; {exc.fix}", file=sys.stderr)
         except ConverterError as exc:

@@ -132,11 +132,14 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
         check_model_id(model_id)
     started = time.perf_counter()
     source = mod.resolve_source(weights)
-    imgsz = given or trained_side(mod, source) or stages.input_side(mod, None)
+    trained = trained_side(mod, source)
+    imgsz = given or trained or stages.input_side(mod, None)
     if given is None and imgsz != getattr(mod, "IMGSZ", None) and imgsz is not None:
         print(f"[{name}] {imgsz} px, the size the checkpoint was trained at (--imgsz builds another)")
     out = Path(out) if out else models_dir()
-    target = out / model_folder_name(base_id(mod, name, source, model_id), quantize, imgsz, getattr(mod, "IMGSZ", None))
+    # a checkpoint built at the size it was trained at is named without it (yolo26n-obb at 1024)
+    target = out / model_folder_name(base_id(mod, name, source, model_id), quantize, imgsz,
+                                     trained or getattr(mod, "IMGSZ", None))
     options = options_of(weights, quantize, imgsz)
     other = None if force else other_model(target, name, source)
     if other:

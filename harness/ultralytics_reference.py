@@ -47,7 +47,7 @@ def _child(request_file: str) -> None:
             entry["raw"] = (first[0] if isinstance(first, (list, tuple)) else first).numpy()
         image = cv2.imread(image_path)
         result = yolo.predict(image, imgsz=request["imgsz"], conf=request["conf"], iou=request["iou"],
-                              max_det=request["max_det"], agnostic_nms=request["agnostic"], rect=False,
+                              max_det=request["max_det"], agnostic_nms=request["agnostic"], rect=request["rect"],
                               verbose=False, device="cpu")[0]
         if task == "classify":
             probs = result.probs.data.numpy()
@@ -70,9 +70,11 @@ def _child(request_file: str) -> None:
 
 
 def answers(weights: Path, images: list[Path], imgsz: int, conf: float = 0.25, iou: float = 0.7,
-            max_det: int = 100, agnostic: bool = False, task: str = "detect") -> list[dict]:
+            max_det: int = 100, agnostic: bool = False, task: str = "detect", rect: bool = False) -> list[dict]:
     """See the module's docstring; the images are read as files (RGB photos or PNG scenes);
-    ``task``: the model's, for our input's preprocessing (a classifier's is a centre crop)."""
+    ``task``: the model's, for our input's preprocessing (a classifier's is a centre crop).
+    ``rect``: predict()'s own default, True, letterboxes a wide photo to the smallest
+    stride-multiple rectangle (640x384 for 16:9); False to the imgsz square, as our graphs."""
     import cv2
 
     from converters.ultralytics_yolo import input_spec
@@ -88,7 +90,7 @@ def answers(weights: Path, images: list[Path], imgsz: int, conf: float = 0.25, i
             inputs.append(str(folder / f"input{i}.npy"))
             transforms.append(transform)
         request = {"weights": str(weights), "images": [str(p) for p in images], "inputs": inputs, "imgsz": imgsz,
-                   "conf": conf, "iou": iou, "max_det": max_det, "agnostic": agnostic,
+                   "conf": conf, "iou": iou, "max_det": max_det, "agnostic": agnostic, "rect": rect,
                    "out": str(folder / "answers.pkl")}
         (folder / "request.json").write_text(json.dumps(request))
         proc = subprocess.run([sys.executable, "-m", "harness.ultralytics_reference", str(folder / "request.json")],

@@ -32,7 +32,7 @@ SEED = 700_003  # a held-out scene with several objects
 @pytest.fixture(scope="module")
 def build(trained_scenes, built_model):
     """build(task) -> the trained model converted at its training size (each in a folder of its
-    own: three are yolo-160)."""
+    own: three are built at 160 px)."""
     return lambda task: built_model("yolo", weights=str(trained_scenes(task)), imgsz=train.DEFAULTS[task]["imgsz"])
 
 
