@@ -77,6 +77,10 @@ function drawMask(ctx, polygons, color, mirrored) {
 // COCO's 17 keypoints (nose, eyes, ears, shoulders, elbows, wrists, hips, knees, ankles).
 const COCO_SKELETON = [[15, 13], [13, 11], [16, 14], [14, 12], [11, 12], [5, 11], [6, 12], [5, 6], [5, 7],
   [6, 8], [7, 9], [8, 10], [1, 2], [0, 1], [0, 2], [1, 3], [2, 4], [3, 5], [4, 6]];
+// Each limb of the skeleton above by body part (legs, hips and torso, arms, head), so that
+// people overlapping in one class colour still read apart.
+const LIMB_COLORS = [...Array(4).fill('#ff8000'), ...Array(4).fill('#ff33ff'), ...Array(4).fill('#3399ff'),
+  ...Array(7).fill('#00cc44')];
 const KEYPOINT_SHOWN = 0.5;   // Ultralytics' plotting threshold on a keypoint's visibility
 
 // Pose keypoints [x, y, confidence]: those at or over Ultralytics' plotting threshold as dots,
@@ -87,14 +91,16 @@ function drawKeypoints(ctx, keypoints, color, mirrored) {
   const opacity = (v) => 0.35 + 0.65 * Math.min(1, v);
   ctx.save();
   if (keypoints.length === 17) {
-    for (const [a, b] of COCO_SKELETON) {
-      if (!shown[a] || !shown[b]) continue;
+    COCO_SKELETON.forEach(([a, b], limb) => {
+      if (!shown[a] || !shown[b]) return;
+      ctx.strokeStyle = LIMB_COLORS[limb];
       ctx.globalAlpha = opacity(Math.min(shown[a][2], shown[b][2]));
       ctx.beginPath();
       ctx.moveTo(shown[a][0], shown[a][1]);
       ctx.lineTo(shown[b][0], shown[b][1]);
       ctx.stroke();
-    }
+    });
+    ctx.strokeStyle = color;
   }
   const r = Math.max(3, Math.round(width / 200));
   ctx.fillStyle = '#fff';
