@@ -15,14 +15,23 @@ PYTHON := $(lastword $(PYTHON_CHECK))
 VENV := .venv
 VENV_PY := $(VENV)/bin/python
 SHARED ?= ../shared
+# where the converters look for real weights by name (modelcontract/paths.py), and the tests too
+export DATARAILROAD_SHARED ?= $(abspath $(SHARED))
 YOLOV5N_WEIGHTS ?= $(SHARED)/models/yolov5n.pt
 HOST ?= 127.0.0.1
 PORT ?= 8000
 HTTPS ?=
 
-.PHONY: run test test-all test-python test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
+.PHONY: official-models run test test-all test-python test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
-run: tools setup models serve
+# Serves as soon as the demos' models are built; the official Ultralytics checkpoints of the
+# other tasks (python -m converters official) build beside it, each shown on the pages once
+# installed (the server reads the models folder at each request). Ctrl+C stops both.
+run: tools setup models
+	@mkdir -p models; $(VENV_PY) -m converters official > models/official-build.log 2>&1 & builder=$$!; \
+	  trap 'kill $$builder 2>/dev/null' EXIT; \
+	  echo "Building the official Ultralytics models (segment, pose, OBB, YOLO26) beside the server: models/official-build.log"; \
+	  $(MAKE) --no-print-directory serve
 
 # The modules run on TEST_WORKERS pytest-xdist workers (tests/conftest.py groups them): the
 # suite mostly waits on browsers and servers. A third worker starved live-camera tests on 2
@@ -85,11 +94,17 @@ node_modules/.package-lock.json: package-lock.json
 
 # Converts every model whose weights can be had here; reports the others with their fix.
 # yolov5n twice: 640 px (yolov5n) and 320 px (yolov5n-320, its own folder), the shared weights when present.
+# `all` builds yolo11n (the official detector) too; `make official-models` the other tasks' checkpoints.
 models: setup
 	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then for size in 640 320; do \
 	  $(VENV_PY) -m converters yolov5n --imgsz $$size --weights "$(YOLOV5N_WEIGHTS)" || exit 1; done; fi
 	@$(VENV_PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
 	@[ -f "$(YOLOV5N_WEIGHTS)" ] || $(VENV_PY) -m converters yolov5n --imgsz 320 || echo "(yolov5n-320 was not built: see the fix above)"
+
+# The official Ultralytics checkpoints (converters/ultralytics_yolo/official.py), one per task: from
+# $(SHARED)/models when there, else downloaded by name; one line for each that can't be had.
+official-models: setup
+	$(VENV_PY) -m converters official
 
 # HTTPS=1: https with a local CA's certificate (server/certs.py, made once in certs/), so phones
 # on the LAN (HOST=0.0.0.0) get the camera; docs/phones-offline.md.

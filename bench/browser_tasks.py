@@ -18,6 +18,8 @@ Prints, per task:
     .venv/bin/python -m bench.browser_tasks [--models DIR] [--backend litert-wasm]
                                             [--seconds 10] [--rounds 3] [--memory-frames 300]
                                             [--fixtures DIR] [--tasks detect segment ...]
+
+bench/browser_official.py runs the same on the official models make models installs.
 """
 from __future__ import annotations
 
@@ -53,11 +55,17 @@ def clip(scenes: str, path: Path, frames: int = 30) -> Path:
     return write_y4m(path, np.repeat(np.stack(images), 4, axis=0)[:frames])
 
 
-def open_with(browser, url: str, backend: str, task: str, fixtures: Path = FIXTURES):
-    """/detect with the task's model (fixtures/<task>.tflite) picked, the camera running.
-    -> (context, page)"""
+def open_with(browser, url: str, backend: str, task: str, fixtures: Path | dict = FIXTURES):
+    """/detect with the task's model picked (fixtures/<task>.tflite, or where fixtures is a
+    dict the installed model of id fixtures[task]), the camera running. -> (context, page)"""
     context = browser.new_context()
     page = context.new_page()
+    if isinstance(fixtures, dict):
+        page.goto(f"{url}/detect?camera=0&backend={backend}&model={fixtures[task]}")
+        page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
+        page.click("#camera-button")
+        wait_frames(page, 3, timeout=120_000)
+        return context, page
     page.goto(f"{url}/detect?camera=0&backend={backend}")
     # an installed model ready, or none installed: either way the page takes one picked
     page.wait_for_selector("#model-status[data-state='ready'], #model-status[data-state='missing']", timeout=300_000)
