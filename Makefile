@@ -22,15 +22,19 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 HTTPS ?=
 
-.PHONY: official-models run test test-all test-python test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
+.PHONY: official-models demo-models run test test-all test-python test-fast lint setup models serve tools system-deps clean-models bench cluster cluster-stop serve-install
 
-# Serves as soon as the demos' models are built; the official Ultralytics checkpoints of the
-# other tasks (python -m converters official) build beside it, each shown on the pages once
-# installed (the server reads the models folder at each request). Ctrl+C stops both.
-run: tools setup models
-	@mkdir -p models; $(VENV_PY) -m converters official > models/official-build.log 2>&1 & builder=$$!; \
-	  trap 'kill $$builder 2>/dev/null' EXIT; \
-	  echo "Building the official Ultralytics models (segment, pose, OBB, YOLO26) beside the server: models/official-build.log"; \
+# Serves as soon as the install is done: the models build beside the server in two chains (one
+# build keeps about one core busy), each shown on the pages once installed (the server reads
+# the models folder at each request): the demos' own (hands, classifier, YOLOv5n) and the
+# official Ultralytics checkpoint of each task (YOLO11n first). Each chain is a process group of
+# its own, stopped with the server (Ctrl+C); logs in models/build-*.log.
+run: tools setup
+	@mkdir -p models; \
+	  setsid $(MAKE) --no-print-directory demo-models > models/build-demos.log 2>&1 & demos=$$!; \
+	  setsid $(MAKE) --no-print-directory official-models > models/build-official.log 2>&1 & official=$$!; \
+	  trap 'kill -- -$$demos -$$official 2>/dev/null' EXIT INT TERM; \
+	  echo "Building the models beside the server; each page shows its model once built (models/build-demos.log, models/build-official.log)"; \
 	  $(MAKE) --no-print-directory serve
 
 # The modules run on TEST_WORKERS pytest-xdist workers (tests/conftest.py groups them): the
@@ -93,13 +97,17 @@ node_modules/.package-lock.json: package-lock.json
 	touch $@
 
 # Converts every model whose weights can be had here; reports the others with their fix.
-# yolov5n twice: 640 px (yolov5n) and 320 px (yolov5n-320, its own folder), the shared weights when present.
-# `all` builds yolo11n (the official detector) too; `make official-models` the other tasks' checkpoints.
-models: setup
+models: demo-models official-models
+
+# The demos' models, quickest first. yolov5n twice: 640 px (yolov5n) and 320 px (yolov5n-320, its
+# own folder), the shared weights when present. EfficientNetV2-B0 needs its download.
+demo-models: setup
+	@for name in handpose efficientnet-lite0 efficientnetv2-b0; do \
+	  $(VENV_PY) -m converters $$name || echo "($$name was not built: see the fix above; the app serves the others)"; done
 	@if [ -f "$(YOLOV5N_WEIGHTS)" ]; then for size in 640 320; do \
-	  $(VENV_PY) -m converters yolov5n --imgsz $$size --weights "$(YOLOV5N_WEIGHTS)" || exit 1; done; fi
-	@$(VENV_PY) -m converters all || echo "(some models were not built: see the fixes above; the app serves the others)"
-	@[ -f "$(YOLOV5N_WEIGHTS)" ] || $(VENV_PY) -m converters yolov5n --imgsz 320 || echo "(yolov5n-320 was not built: see the fix above)"
+	  $(VENV_PY) -m converters yolov5n --imgsz $$size --weights "$(YOLOV5N_WEIGHTS)" || exit 1; done; \
+	else for size in 640 320; do \
+	  $(VENV_PY) -m converters yolov5n --imgsz $$size || echo "(yolov5n was not built: see the fix above)"; done; fi
 
 # The official Ultralytics checkpoints (converters/ultralytics_yolo/official.py), one per task: from
 # $(SHARED)/models when there, else downloaded by name; one line for each that can't be had.

@@ -25,6 +25,8 @@ from modelcontract import manifest as contract
 from modelcontract.manifest import MANIFEST
 
 EXTENSION = "datarailroad.manifests"
+BUILDS = ".builds"  # converters/pipeline.py BUILDS: each build's own folder, linked once installed
+BUILD_SHOWN_SECONDS = 1800  # a build of ours takes minutes; an unlinked folder older than this was killed
 
 # How to install each family, shown by pages whose model is missing.
 INSTALL_HINTS = {
@@ -157,6 +159,31 @@ class Manifests:
 
     def broken(self) -> list[Model]:
         return [m for m in self.models() if m.error]
+
+    def building(self, now: float | None = None) -> list[str]:
+        """Ids a converter is building now: folders in <models>/.builds (converters/pipeline.py
+        names each <id>-<UTC start>-<random>) that no model links to yet, started less than
+        BUILD_SHOWN_SECONDS ago (an older one was a killed build's)."""
+        import calendar
+        import re
+        import time
+
+        try:
+            names = os.listdir(self.models_dir / BUILDS)
+        except OSError:
+            return []
+        now = time.time() if now is None else now
+        ids = set()
+        for name in names:
+            match = re.fullmatch(r"(.+)-(\d{8}T\d{6}Z)-[a-z0-9_]+", name)
+            if not match:
+                continue
+            started = calendar.timegm(time.strptime(match[2], "%Y%m%dT%H%M%SZ"))
+            link = self.models_dir / match[1]
+            installed = link.is_symlink() and os.path.realpath(link) == os.path.realpath(self.models_dir / BUILDS / name)
+            if not installed and 0 <= now - started < BUILD_SHOWN_SECONDS:
+                ids.add(match[1])
+        return sorted(ids)
 
 
 def init_app(app) -> Manifests:

@@ -43,7 +43,8 @@ def _page(template: str, task: str, title: str):
     models = [manifests.summary(m) for m in manifests.by_task(task)]
     # max_upload_bytes: this server's request body limit (the setting DATARAILROAD_MAX_UPLOAD_BYTES;
     # null: none), so the Server backend sends a file as it is only when the API takes it.
-    return render_template(template, title=title, task=task, models=models, groups=picker_groups(models), limits=limits,
+    return render_template(template, title=title, task=task, models=models, groups=picker_groups(models),
+                           building=manifests.registry().building(), limits=limits,
                            install_hint=manifests.INSTALL_HINTS[task], takes_your_model=task in TAKES_YOUR_MODEL,
                            page_data={"task": task, "models": models,
                                       "max_upload_bytes": current_app.config.get("MAX_CONTENT_LENGTH")})
@@ -60,7 +61,7 @@ def index():
         url = url_for(demo["endpoint"], **({"model": models[0]["id"]} if models and "group" in demo else {}))
         demos.append({**demo, "models": models, "url": url,
                       "install_hint": manifests.INSTALL_HINTS[demo.get("group", demo["task"])]})
-    return render_template("index.html", title="DataRailroad", demos=demos,
+    return render_template("index.html", title="DataRailroad", demos=demos, building=manifests.registry().building(),
                            page_data={"task": None, "models": [manifests.summary(m) for m in installed]})
 
 

@@ -231,3 +231,23 @@ def test_detect_groups_its_models_by_what_they_find_official_first(tmp_path):
     index = client.get("/").get_data(as_text=True)
     assert re.search(r'data-group="pose"[^>]*>\s*<h2><a href="/detect\?model=b-pose"', index)
     assert client.get("/api/v1/models").get_json()["models"][0]["id"] == "e-official"
+
+
+def test_pages_say_which_models_are_being_built(tmp_path):
+    """A build in progress (its folder in models/.builds, not linked yet) is named on the pages
+    until it is installed; a killed build's old folder is not."""
+    import time
+
+    from server.manifests import Manifests
+
+    builds = tmp_path / ".builds"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    (builds / f"yolo11n-pose-{stamp}-abc_12").mkdir(parents=True)
+    (builds / "yolo26n-20200101T000000Z-old1").mkdir()
+    client = create_app({"MODELS_DIR": tmp_path, "TESTING": True}).test_client()
+    assert Manifests(tmp_path).building() == ["yolo11n-pose"]
+    for page in ("/", "/detect", "/classify"):
+        assert 'id="building" data-models="yolo11n-pose"' in client.get(page).get_data(as_text=True), page
+    (tmp_path / "yolo11n-pose").symlink_to(Path(".builds") / f"yolo11n-pose-{stamp}-abc_12")
+    assert Manifests(tmp_path).building() == []
+    assert 'id="building"' not in client.get("/detect").get_data(as_text=True)
