@@ -306,10 +306,12 @@ async function main() {
   state.queue = yours.load().then(() => { state.classesRead = true; });
   // The controls work from the first moment: images picked while the model loads wait in
   // the queue (their cards say so) and run once it is open (session.use).
-  $('image-files').addEventListener('change', (e) => {
-    addFiles(Array.from(e.target.files));
-    e.target.value = '';
-  });
+  const takeImages = () => {
+    addFiles(Array.from($('image-files').files));
+    $('image-files').value = '';
+  };
+  $('image-files').addEventListener('change', takeImages);
+  if ($('image-files').files.length) takeImages();   // picked before this module ran
   // Your own model (a .tflite or a TF.js folder, dropped or picked), kept from an earlier visit
   // or given now; a model dropped among the images goes there too.
   const drop = new ModelDrop(session, 'classify', $);

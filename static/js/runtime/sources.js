@@ -228,12 +228,16 @@ export class FrameSource {
     const after = (promise) => promise.then(() => onSource(this.kind));
     $('camera-button').addEventListener('click', () => after(this.startCamera()));
     for (const id of ['video-file', 'image-file']) {
-      if (!$(id)) continue;
-      $(id).addEventListener('change', (e) => {
-        const files = Array.from(e.target.files);
-        e.target.value = ''; // so that picking the same file again is a change too (a rerun)
+      const input = $(id);
+      if (!input) continue;
+      const take = () => {
+        const files = Array.from(input.files);
+        input.value = ''; // so that picking the same file again is a change too (a rerun)
         after(this.useFiles(files));
-      });
+      };
+      input.addEventListener('change', take);
+      // A file picked in the page's first moment, before this module ran, had no listener yet.
+      if (input.files.length) take();
     }
     acceptFiles($('stage'), (files) => {
       // A model's files dropped where frames go: the page's model drop takes them.
