@@ -1,5 +1,6 @@
 """Photos (the ultralytics wheel's, the repo's gesture photos, the shared hand fixtures) as
-bytes and RGB, MediaPipe's own hands on them, and image makers (encode, PNG bomb, letterbox)."""
+bytes and RGB, MediaPipe's own hands on them, and image makers (encode, PNG bomb, letterbox, a
+drawn aerial scene)."""
 from __future__ import annotations
 
 import functools
@@ -121,3 +122,20 @@ def letterbox_rgb(image, width: int = 640, height: int = 480, fill: int = 0):
     top, left = (height - new_h) // 2, (width - new_w) // 2
     canvas[top:top + new_h, left:left + new_w] = resized
     return canvas
+
+
+def storage_tanks(size: int = 1640) -> np.ndarray:
+    """An aerial-looking RGB scene: rows of round storage tanks on grey ground, which
+    yolo26n-obb finds (DOTA's 'storage tank') at 640 and at 1024 px."""
+    import cv2
+
+    rng = np.random.default_rng(0)
+    image = np.clip(95 + rng.integers(-12, 12, (size, size, 3)), 0, 255).astype(np.uint8)
+    for i in range(4):
+        for j in range(3):
+            for k in range(3):
+                centre = (250 + i * 380 + k * 80, 300 + j * 500)
+                cv2.circle(image, centre, 34, (225, 225, 220), -1)
+                cv2.circle(image, centre, 34, (150, 150, 150), 2)
+                cv2.circle(image, centre, 8, (180, 180, 180), -1)
+    return image

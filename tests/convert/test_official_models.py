@@ -29,6 +29,7 @@ import pytest
 from converters import sources
 from converters.ultralytics_yolo import official
 from harness.browser import recorded_figures
+from harness.photos import storage_tanks
 from harness.ultralytics_reference import answers, corner_distance, mask_iou, match, polygons_mask
 
 SCORE, IOU, MAX_DET = 0.25, 0.7, 100
@@ -42,7 +43,7 @@ PHOTOS = {
 }
 SQUARE = ["bus-square.png"]
 WIDE = ["zidane-16x9.png", "zidane-4x3.png", "bus-3x4.png"]
-AERIAL = "tanks-square.png"  # drawn (tests.convert.test_official_models.storage_tanks)
+AERIAL = "tanks-square.png"  # drawn: harness.photos.storage_tanks
 BOUNDS = {"box_iou": 0.95, "mask_iou": 0.9, "keypoint_px": 2.0, "corner_px": 2.0}
 
 CHECKPOINTS = [
@@ -58,21 +59,6 @@ CHECKPOINTS = [
 def figures():
     with recorded_figures("official-models.json") as data:
         yield data
-
-
-def storage_tanks(size: int = 1640) -> np.ndarray:
-    """An aerial-looking RGB scene: rows of round storage tanks on grey ground, which
-    yolo26n-obb finds (DOTA's 'storage tank') at 640 and at 1024 px."""
-    rng = np.random.default_rng(0)
-    image = np.clip(95 + rng.integers(-12, 12, (size, size, 3)), 0, 255).astype(np.uint8)
-    for i in range(4):
-        for j in range(3):
-            for k in range(3):
-                centre = (250 + i * 380 + k * 80, 300 + j * 500)
-                cv2.circle(image, centre, 34, (225, 225, 220), -1)
-                cv2.circle(image, centre, 34, (150, 150, 150), 2)
-                cv2.circle(image, centre, 8, (180, 180, 180), -1)
-    return image
 
 
 @pytest.fixture(scope="module")
