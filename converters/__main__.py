@@ -45,10 +45,7 @@ def main(argv=None) -> int:
         if args.name == "official":
             return build_official(args)
         if args.name == "all":
-            for option in ("weights", "imgsz", "model_id"):
-                if getattr(args, option):
-                    raise ConverterError(f"--{option.replace('model_id', 'id')} applies to one model, not 'all'",
-                                         f"convert that model on its own: python -m converters NAME --{option} ...")
+            refuse_one_model_options(args, "all", ("weights", "imgsz", "model_id"))
             names = list(FAMILIES)
         else:
             pipeline.family(args.name)  # unknown name -> clear error before any work
@@ -67,11 +64,7 @@ def main(argv=None) -> int:
                     raise
                 pipeline.report_error(exc)
                 failed.append(name)
-        print(f"total {time.perf_counter() - started:.1f}s")
-        if failed:
-            print(f"not built: {', '.join(failed)} (see the fixes above)", file=sys.stderr)
-            return 2
-        return 0
+        return finish(started, failed)
     except ConverterError as exc:
         pipeline.report_error(exc)
         return 2
@@ -86,13 +79,11 @@ def build_official(args) -> int:
     from . import pipeline
     from .ultralytics_yolo import official
 
-    for option in ("weights", "model_id"):
-        if getattr(args, option):
-            raise ConverterError(f"--{option.replace('model_id', 'id')} applies to one model, not 'official'",
-                                 "convert that checkpoint on its own: python -m converters yolo --weights NAME ...")
+    from .ultralytics_yolo import DEFAULT_CHECKPOINT
+
+    refuse_one_model_options(args, "official", ("weights", "model_id"))
     started = time.perf_counter()
     failed = []
-    from .ultralytics_yolo import DEFAULT_CHECKPOINT
 
     for name in official.CHECKPOINTS:
         try:
@@ -104,9 +95,22 @@ def build_official(args) -> int:
         except ConverterError as exc:
             pipeline.report_error(exc)
             failed.append(name)
+    return finish(started, failed)
+
+
+def refuse_one_model_options(args, command: str, options: tuple) -> None:
+    for option in options:
+        if getattr(args, option):
+            flag = "--" + option.replace("model_id", "id")
+            raise ConverterError(f"{flag} applies to one model, not '{command}'",
+                                 f"convert that model on its own: python -m converters NAME {flag} ...")
+
+
+def finish(started: float, failed: list) -> int:
+    """The last lines of a run of several builds; exit 2 when any failed."""
     print(f"total {time.perf_counter() - started:.1f}s")
     if failed:
-        print(f"not built: {', '.join(failed)} (see the errors above)", file=sys.stderr)
+        print(f"not built: {', '.join(failed)} (see the fixes above)", file=sys.stderr)
         return 2
     return 0
 
