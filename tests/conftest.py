@@ -137,6 +137,9 @@ LONGEST_FIRST = ("cluster", "browser", "convert", "unit")
 # minutes) starves when the two run side by side (IDs switched, drags were missed in CI).
 TOGETHER = {"browser/test_tracking_page": "browser/tracking+webgpu",
             "browser/test_webgpu_pages": "browser/tracking+webgpu"}
+# Modules on one worker, wherever they fall: the official checkpoints' builds (a core or more for
+# 85 s each) are made once, by whichever module comes first, not by both workers at once.
+SAME_WORKER = {"browser/test_official_pages": "official-models", "convert/test_official_models": "official-models"}
 
 
 # tryfirst: xdist's own hook reads the groups off the markers in this same hook.
@@ -152,7 +155,8 @@ def pytest_collection_modifyitems(config, items):
         # browser and servers start once; the cluster tests share Ray's fixed ports, so they
         # run one after another on one worker.
         module = f"{part}/{path.stem}"
-        item.add_marker(pytest.mark.xdist_group("cluster" if part == "cluster" else TOGETHER.get(module, module)))
+        group = "cluster" if part == "cluster" else TOGETHER.get(module) or SAME_WORKER.get(module, module)
+        item.add_marker(pytest.mark.xdist_group(group))
     # The longest first, so the workers don't end waiting on one long module.
     items.sort(key=lambda item: (LONGEST_FIRST.index(Path(item.fspath).parent.name),
                                  f"{Path(item.fspath).parent.name}/{Path(item.fspath).stem}" not in TOGETHER))

@@ -392,13 +392,15 @@ def test_classify_and_hands_cameras_run_offline(pw, serve, built_model, tmp_path
         page.click("#live-button")
         page.fill("#custom-name", "thumb")
         page.click("#custom-record")
-        page.wait_for_selector("#custom-list li[data-name='thumb']", timeout=60_000)
+        # recorded from live frames: slow while the other worker builds a model
+        page.wait_for_selector("#custom-list li[data-name='thumb']", timeout=180_000)
         page.goto(f"{server.url}/hands?backend=litert-wasm")
         page.wait_for_selector(READY, timeout=300_000)
         online_gestures = _live_gestures(page)
         page.fill("#custom-name", "like")
         page.click("#custom-record")
-        page.wait_for_selector("#custom-list li[data-name='like']", timeout=60_000)
+        # recorded from live frames: slow while the other worker builds a model
+        page.wait_for_selector("#custom-list li[data-name='like']", timeout=180_000)
         wait_cached(page, *CLASSIFY_HANDS_FILES)
 
         go_offline(context, server)
