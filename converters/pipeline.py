@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from modelcontract import limits
 from modelcontract import manifest as contract
+from modelcontract import paths
 from modelcontract.paths import models_dir
 
 from . import FAMILIES, model_folder_name
@@ -25,7 +25,7 @@ from .sources import Source
 CONVERTER_VERSION = 4  # 2: manifest lists the LiteRT.js browser artifacts; 3: speed, source.licence; 4: classifier features output
 # Every build gets a folder of its own under <out>/.builds/; <out>/<id> is a symlink to the
 # installed one, replaced by one atomic rename (see _install). Dot folders are not models.
-BUILDS = ".builds"
+BUILDS = paths.BUILDS
 STALE_BUILD_SECONDS = 24 * 3600  # an unlinked build folder untouched this long was a killed build's
 
 
@@ -153,7 +153,7 @@ def convert(name: str, weights: str | None = None, out: Path | None = None,
     builds.mkdir(parents=True, exist_ok=True)
     # Built in its own versioned folder beside the target (same filesystem): installing it
     # is one rename of a symlink, and the previous build serves until then.
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    stamp = paths.build_stamp()
     workdir = Path(tempfile.mkdtemp(prefix=f"{target.name}-{stamp}-", dir=builds))
     try:
         ctx = BuildContext(name=name, workdir=workdir, source=source, quantize=quantize, out=out, imgsz=imgsz)
@@ -223,11 +223,10 @@ def _install(build: Path, target: Path) -> Path | None:
 def _sweep(builds: Path, target: Path) -> None:
     """Remove this model's build folders that its link does not point to and that stopped
     changing a day ago: what a killed build left behind (a build still running is younger)."""
-    own = re.compile(rf"{re.escape(target.name)}-\d{{8}}T\d{{6}}Z-.+")
     installed = target.resolve()
     for folder in builds.iterdir():
         with contextlib.suppress(OSError):
-            if (own.fullmatch(folder.name) and folder.resolve() != installed
+            if ((paths.build_folder(folder.name) or ("",))[0] == target.name and folder.resolve() != installed
                     and time.time() - folder.stat().st_mtime > STALE_BUILD_SECONDS):
                 shutil.rmtree(folder, ignore_errors=True)
 

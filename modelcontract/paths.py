@@ -7,7 +7,10 @@ read them here.
 """
 from __future__ import annotations
 
+import calendar
 import os
+import re
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -47,3 +50,23 @@ def cache_dir() -> Path:
 def shared_dir() -> Path:
     """Shared fixtures (DATARAILROAD_SHARED)."""
     return folder("shared")
+
+
+# Every build gets a folder of its own, <models>/.builds/<id>-<UTC start>-<random>
+# (converters/pipeline.py); <models>/<id> links to the installed one. The server reads the same
+# names to tell which models are being built.
+BUILDS = ".builds"
+BUILD_STAMP = "%Y%m%dT%H%M%SZ"
+_BUILD_FOLDER = re.compile(r"(.+)-(\d{8}T\d{6}Z)-[a-z0-9_]+")  # mkdtemp's suffix: [a-z0-9_]
+
+
+def build_stamp(when: float | None = None) -> str:
+    return time.strftime(BUILD_STAMP, time.gmtime(when))
+
+
+def build_folder(name: str) -> tuple[str, float] | None:
+    """A build folder's (model id, start in epoch seconds); None for another name."""
+    match = _BUILD_FOLDER.fullmatch(name)
+    if not match:
+        return None
+    return match[1], float(calendar.timegm(time.strptime(match[2], BUILD_STAMP)))

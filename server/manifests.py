@@ -22,10 +22,10 @@ from pathlib import Path
 from flask import current_app
 
 from modelcontract import manifest as contract
+from modelcontract import paths
 from modelcontract.manifest import MANIFEST
 
 EXTENSION = "datarailroad.manifests"
-BUILDS = ".builds"  # converters/pipeline.py BUILDS: each build's own folder, linked once installed
 BUILD_SHOWN_SECONDS = 1800  # a build of ours takes minutes; an unlinked folder older than this was killed
 
 # How to install each family, shown by pages whose model is missing.
@@ -69,7 +69,8 @@ def preference(manifest: dict) -> tuple:
     """Pickers and API defaults: real weights before random ones, fp32 before quantised, plain
     detectors before the other YOLO tasks, official checkpoints first within each."""
     order = list(GROUP_LABELS)
-    rank = order.index(group(manifest)) if group(manifest) in order else 0
+    found = group(manifest)
+    rank = order.index(found) if found in order else 0
     return (has_random_weights(manifest), manifest.get("quantization", "none") != "none", rank,
             not is_official(manifest), manifest["id"])
 
@@ -161,28 +162,25 @@ class Manifests:
         return [m for m in self.models() if m.error]
 
     def building(self, now: float | None = None) -> list[str]:
-        """Ids a converter is building now: folders in <models>/.builds (converters/pipeline.py
-        names each <id>-<UTC start>-<random>) that no model links to yet, started less than
+        """Ids a converter is building now: build folders in <models>/.builds
+        (modelcontract.paths.build_folder) that no model links to yet, started less than
         BUILD_SHOWN_SECONDS ago (an older one was a killed build's)."""
-        import calendar
-        import re
         import time
 
+        builds = self.models_dir / paths.BUILDS
         try:
-            names = os.listdir(self.models_dir / BUILDS)
+            names = os.listdir(builds)
         except OSError:
             return []
         now = time.time() if now is None else now
         ids = set()
         for name in names:
-            match = re.fullmatch(r"(.+)-(\d{8}T\d{6}Z)-[a-z0-9_]+", name)
-            if not match:
+            parsed = paths.build_folder(name)
+            if parsed is None or not 0 <= now - parsed[1] < BUILD_SHOWN_SECONDS:
                 continue
-            started = calendar.timegm(time.strptime(match[2], "%Y%m%dT%H%M%SZ"))
-            link = self.models_dir / match[1]
-            installed = link.is_symlink() and os.path.realpath(link) == os.path.realpath(self.models_dir / BUILDS / name)
-            if not installed and 0 <= now - started < BUILD_SHOWN_SECONDS:
-                ids.add(match[1])
+            link = self.models_dir / parsed[0]
+            if not (link.is_symlink() and os.path.realpath(link) == os.path.realpath(builds / name)):
+                ids.add(parsed[0])
         return sorted(ids)
 
 
