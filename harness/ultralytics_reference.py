@@ -139,6 +139,20 @@ def corner_distance(mine, theirs) -> float:
     return min(float(np.abs(np.roll(mine, k, 0) - theirs).max()) for k in range(4))
 
 
+def assert_same_rows(got: list[dict], want: list[dict], width: int, height: int) -> None:
+    """The page's rows are the API's: the same classes in order, boxes within half a pixel,
+    masks (IoU >= 0.98), keypoints and rotated corners within half a pixel, where given."""
+    assert len(want) >= 1 and [r["class_id"] for r in got] == [d["class_id"] for d in want]
+    for mine, theirs in zip(got, want):
+        assert np.allclose(mine["box"], theirs["box"], atol=0.5)
+        if "polygons" in theirs:
+            assert mask_iou(polygons_mask(mine["polygons"], width, height),
+                            polygons_mask(theirs["polygons"], width, height)) >= 0.98
+        for key in ("keypoints", "corners"):
+            if key in theirs:
+                assert np.abs(np.asarray(mine[key]) - np.asarray(theirs[key])).max() <= 0.5
+
+
 def mask_iou(a: np.ndarray, b: np.ndarray) -> float:
     union = np.logical_or(a, b).sum()
     return float(np.logical_and(a, b).sum() / union) if union else 1.0

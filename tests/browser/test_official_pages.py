@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import cv2
-import numpy as np
 import pytest
 import requests
 
@@ -17,7 +16,7 @@ from converters.ultralytics_yolo import official
 from harness.browser import CHROMIUM, TASK_ROWS, open_ready, screenshot
 from harness.photos import storage_tanks
 from harness.servers import serving
-from harness.ultralytics_reference import mask_iou, polygons_mask
+from harness.ultralytics_reference import assert_same_rows
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
@@ -50,14 +49,4 @@ def test_an_official_model_on_the_page_gives_the_apis_answer(browser, built_mode
         context.close()
     assert log.console_errors == [] and log.outside_requests == [] and check == "passed"
     assert checkpoint in card and "AGPL-3.0" in card and "Finds" in card
-    expected = api["detections"]
-    assert len(expected) >= 1 and [r["class_id"] for r in rows] == [d["class_id"] for d in expected]
-    size = rgb.shape[1], rgb.shape[0]
-    for got, want in zip(rows, expected):
-        assert np.allclose(got["box"], want["box"], atol=0.5)
-        if "polygons" in want:
-            assert mask_iou(polygons_mask(got["polygons"], *size), polygons_mask(want["polygons"], *size)) >= 0.98
-        if "keypoints" in want:
-            assert np.abs(np.asarray(got["keypoints"]) - np.asarray(want["keypoints"])).max() <= 0.5
-        if "corners" in want:
-            assert np.abs(np.asarray(got["corners"]) - np.asarray(want["corners"])).max() <= 0.5
+    assert_same_rows(rows, api["detections"], rgb.shape[1], rgb.shape[0])
