@@ -38,7 +38,7 @@ from bench._results import add_out_option, write_results
 from modelcontract.paths import models_dir
 from server.cluster.local import LocalCluster, cluster_processes, down
 from harness.photos import photo_bytes
-from harness.servers import Gunicorn, proc_stat
+from harness.servers import ProductionServer, proc_stat
 
 SERVE_PORT, GUNICORN_PORT, RAY_PORT, NODE_PORTS = 8433, 8434, 6394, 10600
 JPEG = {"Content-Type": "image/jpeg"}
@@ -202,7 +202,7 @@ def main() -> None:
 
     down(RAY_PORT)
     # `make run`'s server: a worker per core, one model thread each.
-    gunicorn = Gunicorn(models, os.cpu_count(), port=GUNICORN_PORT, env={"DATARAILROAD_INFER_THREADS": "1"})
+    gunicorn = ProductionServer(models, os.cpu_count(), port=GUNICORN_PORT, env={"DATARAILROAD_INFER_THREADS": "1"})
     cluster = LocalCluster(nodes=2, http_port=SERVE_PORT, ray_port=RAY_PORT, node_ports=NODE_PORTS,
                            models_dir=str(models),
                            # Ray runs workers at niceness 15 (its daemons stay responsive); gunicorn's

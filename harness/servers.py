@@ -1,5 +1,5 @@
-"""Servers: the app by werkzeug in a thread, gunicorn as in production (Gunicorn), their
-processes (/proc), and multipart bodies to send them."""
+"""Servers: the app by werkzeug in a thread, HAProxy + gunicorn as in production
+(ProductionServer), their processes (/proc), and multipart bodies to send them."""
 from __future__ import annotations
 
 import http.client
@@ -55,6 +55,14 @@ def proc_stat(pid: int) -> list[str]:
     return stat[stat.rindex(")") + 2:].split()
 
 
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid``, MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def child_pids(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -68,31 +76,50 @@ def child_pids(pid: int) -> list[int]:
     return sorted(found)
 
 
-class Gunicorn:
-    """The production server: gunicorn with gunicorn.conf.py serving ``server:create_app()`` on
-    127.0.0.1 (a free port unless given), the models from ``models``; returns once /healthz
-    answers 200 with every worker up. ``env`` is added to this process's environment, or is
-    the whole environment with ``clean_env`` (a slim venv's gunicorn given as ``program``);
-    ``log`` names a file under test-artifacts/ for gunicorn's output; ``ca``: it serves HTTPS
-    (``env`` turns that on) with a certificate this CA file vouches for."""
+# /proc/net/tcp states of a server socket that still costs something: open in a process
+# (ESTABLISHED, CLOSE_WAIT) or closed with an answer still queued (FIN_WAIT1). After those, a
+# FIN_WAIT2 or TIME_WAIT socket holds no data and no process.
+HELD_STATES = {"01", "08", "04"}
+
+
+def holds_connection(port: int, client: socket.socket) -> bool:
+    """Whether the server on ``port`` still holds anything of ``client``'s connection
+    (/proc/net/tcp: the socket on that port whose peer is this client's port, in HELD_STATES)."""
+    local, peer = f"{port:04X}", f"{client.getsockname()[1]:04X}"
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1].endswith(":" + local) and fields[2].endswith(":" + peer):
+            return fields[3] in HELD_STATES
+    return False
+
+
+class ProductionServer:
+    """The production server, as `make serve` starts it: ``python -m server.front`` (HAProxy on
+    127.0.0.1, a free port unless given, in front of gunicorn with gunicorn.conf.py), the models
+    from ``models``, ``workers`` gunicorn workers; returns once /healthz answers 200 through
+    HAProxy with every worker up (each has loaded the installed models by then). ``env`` is
+    added to this process's environment, or is the whole environment with ``clean_env`` (a
+    slim venv's Python given as ``python``); ``log`` names a file under test-artifacts/ for
+    their output; ``ca``: it serves HTTPS (``env`` turns that on) with a certificate this CA
+    file vouches for."""
 
     def __init__(self, models: Path, workers: int = 1, env: dict | None = None, port: int | None = None,
-                 program: Path | None = None, clean_env: bool = False, log: str | None = None,
-                 ca: Path | None = None, start_timeout: float = 60):
-        self.port, self.ca = port or free_port(), ca
-        # gunicorn's own output: to the named log, else to an unnamed temporary file (a pipe
+                 python: Path | None = None, clean_env: bool = False, log: str | None = None,
+                 ca: Path | None = None, start_timeout: float = 120):
+        self.port, self.ca, self.expected_workers = port or free_port(), ca, workers
+        # the servers' output: to the named log, else to an unnamed temporary file (a pipe
         # nobody reads would fill and block the server), read back when it fails to start.
         self.log_path = ARTIFACTS / log if log else None
         if self.log_path:
             ARTIFACTS.mkdir(exist_ok=True)
         self.log = open(self.log_path, "w+") if self.log_path else tempfile.TemporaryFile("w+")
         base = {"PATH": os.environ["PATH"]} if clean_env else dict(os.environ)
-        program = program or Path(sys.executable).parent / "gunicorn"
         self.proc = subprocess.Popen(
-            [str(program), "-c", "gunicorn.conf.py", "--bind", f"127.0.0.1:{self.port}", "--workers", str(workers),
-             "--access-logfile", "/dev/null", "server:create_app()"],
+            [str(python or sys.executable), "-m", "server.front", "--access-logfile", "/dev/null"],
             cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**base, "DATARAILROAD_MODELS": str(models), **(env or {})}, start_new_session=True)
+            env={**base, "DATARAILROAD_MODELS": str(models), "DATARAILROAD_HOST": "127.0.0.1",
+                 "DATARAILROAD_PORT": str(self.port), "WEB_CONCURRENCY": str(workers), **(env or {})},
+            start_new_session=True)
         deadline = time.monotonic() + start_timeout
         while time.monotonic() < deadline:
             try:
@@ -101,9 +128,28 @@ class Gunicorn:
             except OSError:
                 pass
             if self.proc.poll() is not None:
-                raise RuntimeError(f"gunicorn exited at start: {self.stop()}")
+                raise RuntimeError(f"the server exited at start: {self.stop()}")
             time.sleep(0.3)
-        raise RuntimeError(f"gunicorn did not start: {self.stop()}")
+        raise RuntimeError(f"the server did not start: {self.stop()}")
+
+    def gunicorn(self) -> int | None:
+        """The gunicorn master's pid (a child of the front)."""
+        for pid in child_pids(self.proc.pid):
+            try:
+                if b"gunicorn" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return pid
+            except OSError:
+                continue
+        return None
+
+    def haproxy(self) -> int | None:
+        for pid in child_pids(self.proc.pid):
+            try:
+                if b"haproxy" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    return pid
+            except OSError:
+                continue
+        return None
 
     @property
     def url(self) -> str:
@@ -120,7 +166,9 @@ class Gunicorn:
         return http.client.HTTPConnection(host, self.port, timeout=timeout)
 
     def workers(self) -> list[int]:
-        return child_pids(self.proc.pid)
+        """gunicorn's worker pids."""
+        master = self.gunicorn()
+        return child_pids(master) if master else []
 
     def request(self, method: str, path: str, body=None, headers=None, timeout: float = 60,
                 conn: http.client.HTTPConnection | None = None, host: str = "127.0.0.1"):
@@ -150,7 +198,7 @@ class Gunicorn:
     def stop(self) -> str:
         """Stop it; returns the end of its output."""
         if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)  # its own session: the workers too
+            os.killpg(self.proc.pid, signal.SIGTERM)  # its own session: HAProxy and gunicorn too
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:

@@ -5,17 +5,19 @@ runner (server/inference), return its result (the pages' result schema, see docs
 with the timing of the whole request. Every failure is a Problem (server/errors.py): a
 4xx/5xx JSON ``{"error": {"code", "message"}}``.
 
-Uploads stay in memory: the whole body is read first (server/front.py: bounded in size and
-time), and the blueprint installs a request class whose multipart file streams are BytesIO
-(werkzeug would spool files over 500 KB to a temporary file on disk). Size limit:
-MAX_CONTENT_LENGTH (413). Images are decoded by server/images.py, videos one frame at a time
-by server/video.py (tracked by server/inference/track.py). The model work runs off the event
-loop (front.offload).
+Uploads stay in memory: the front (server/front.py, HAProxy) has received the whole body
+before the app sees it, and the blueprint installs a request class whose multipart file
+streams are BytesIO (werkzeug would spool files over 500 KB to a temporary file on disk).
+Size limit: MAX_CONTENT_LENGTH (413; the front refuses a Content-Length over it first).
+Images are decoded by server/images.py, videos one frame at a time by server/video.py
+(tracked by server/inference/track.py).
 """
 from __future__ import annotations
 
 import io
+import threading
 import time
+from contextlib import contextmanager
 
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -24,11 +26,35 @@ from modelcontract import limits as contract_limits
 from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.custom_gestures import GESTURE_SETS
 
-from . import cards, front, images, inference, limits, manifests, openapi, params
+from . import cards, config, images, inference, limits, manifests, openapi, params
 from .errors import Problem, error_response
 from .inference.track import track_video
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
+
+
+COMPUTE = "datarailroad.compute_slots"
+
+
+@bp.record_once
+def _compute_slots(state) -> None:
+    """At most DATARAILROAD_THREADS requests of a worker decode and run models at once; the
+    others wait for a slot. The worker's other threads (gunicorn.conf.py) answer files, pages
+    and /healthz meanwhile, without a queue of CPU work in front of them: with 16 detects
+    running at once on 2 cores, /healthz took 300-800 ms, as long as a detect. Remote runners
+    (the cluster's ingress) run nothing here: no limit."""
+    if state.app.config.get("INFERENCE_RUNNERS") is None:
+        state.app.extensions[COMPUTE] = threading.BoundedSemaphore(config.settings(state.app).threads)
+
+
+@contextmanager
+def compute_slot():
+    slots = current_app.extensions.get(COMPUTE)
+    if slots is None:
+        yield
+        return
+    with slots:
+        yield
 
 
 @bp.record_once
@@ -48,39 +74,21 @@ def _memory_uploads(state) -> None:
 
 
 @bp.before_request
-def _buffered_body() -> None:
-    """The whole body, read here before anything parses it: in memory, at most
-    MAX_CONTENT_LENGTH bytes, in bounded time (front.read_body: 408 for a stalled client,
-    400 for a malformed chunked body or one cut short, 413 past the limit). A chunked body
-    (``wsgi.input_terminated``) is cut by gunicorn only at the limit, so without this it would
-    arrive silently truncated (a 415/422 instead of the 413). What follows sees an ordinary
-    body of known length."""
-    environ = request.environ
-    limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
-    length = request.content_length
-    if request.method != "POST" or (length is None and not environ.get("wsgi.input_terminated")):
-        return
-    if length is not None and limit and length > limit:
-        # Unread: gunicorn discards it before the connection's next request (within its
-        # keep-alive time), so a client still sending it gets the 413, not a reset.
+def _refuse_large_bodies() -> None:
+    """A Content-Length over the limit is a 413 before anything else (the front refuses it too,
+    before the body is read; this covers a server without it). A chunked body over the limit
+    is refused before the app by the front (HAProxy) and by the cluster's ingress: werkzeug
+    alone would cut it at the limit silently."""
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if limit and (request.content_length or 0) > limit:
         raise RequestEntityTooLarge()
-    data = front.read_body(environ, length, limit or 2 ** 62)
-    environ["wsgi.input"] = io.BytesIO(data)
-    environ["CONTENT_LENGTH"] = str(len(data))
-    environ.pop("HTTP_TRANSFER_ENCODING", None)
-    environ.pop("wsgi.input_terminated", None)
-
-
-@bp.teardown_request
-def _release_body(exc) -> None:
-    front.release(request.environ)
 
 
 @bp.errorhandler(RequestEntityTooLarge)
 def _too_large(exc):
     """413 with the limit that was passed (here: the API's uploads; elsewhere errors.py's)."""
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    length = int(request.environ.get("CONTENT_LENGTH") or 0)  # set by _buffered_body
+    length = request.content_length or 0
     if limit and 0 < length <= limit and params.is_multipart():
         # A body within the upload limit: werkzeug's form limits stopped it (a text field over
         # MAX_FORM_MEMORY_SIZE, or more than MAX_FORM_PARTS parts).
@@ -143,21 +151,18 @@ def openapi_document():
 
 
 def infer(task: str, configure):
-    """The model work of a request, on a native thread (see server/front.py)."""
-    return front.offload(_infer, task, configure, time.perf_counter())
-
-
-def _infer(task: str, configure, started: float):
     """Body -> parameters -> runner -> decode -> result. ``configure(runner)`` reads the
     task's parameters and returns ``run(rgb) -> result``. A multipart body carries the form
     fields, so it is read first; a raw body is read only once the parameters are valid."""
-    data = params.read_image() if params.is_multipart() else None
-    runner = get_runner(task, params.param_model())
-    run = configure(runner)
-    if data is None:
-        data = params.read_image()
-    decoded, decode_ms = decode(data)
-    return respond(run(decoded.rgb), started, decode_ms)
+    started = time.perf_counter()
+    with compute_slot():
+        data = params.read_image() if params.is_multipart() else None
+        runner = get_runner(task, params.param_model())
+        run = configure(runner)
+        if data is None:
+            data = params.read_image()
+        decoded, decode_ms = decode(data)
+        return respond(run(decoded.rgb), started, decode_ms)
 
 
 @bp.post("/detect")
@@ -198,13 +203,15 @@ def hands():
 
 @bp.post("/track")
 def track():
-    """Tracks and line counts of a short video: the detect page's tracking, on the server."""
-    return front.offload(_track, time.perf_counter())
+    """Tracks and line counts of a short video: the detect page's tracking, on the server.
+    Body -> parameters -> detector -> the video's tracks (server/inference/track.py).
+    Parameters are checked before a raw body is read, as in infer."""
+    started = time.perf_counter()
+    with compute_slot():
+        return _track(started)
 
 
 def _track(started: float):
-    """Body -> parameters -> detector -> the video's tracks (server/inference/track.py).
-    Parameters are checked before a raw body is read, as in _infer."""
     data = params.read_video() if params.is_multipart() else None
     model_id = params.param_model()
     line = params.param_line()
@@ -213,8 +220,8 @@ def _track(started: float):
     opts = params.detect_options(runner)
     if data is None:
         data = params.read_video()
-    config = current_app.config
+    app_config = current_app.config
     answer, decode_ms = track_video(
-        runner, opts, data, line=line, stride=stride, max_pixels=int(config["MAX_IMAGE_PIXELS"]),
-        max_frames=int(config.get("MAX_VIDEO_FRAMES") or limits.DEFAULT_MAX_VIDEO_FRAMES))
+        runner, opts, data, line=line, stride=stride, max_pixels=int(app_config["MAX_IMAGE_PIXELS"]),
+        max_frames=int(app_config.get("MAX_VIDEO_FRAMES") or limits.DEFAULT_MAX_VIDEO_FRAMES))
     return respond(answer, started, decode_ms)

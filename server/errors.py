@@ -4,7 +4,7 @@ health routes; a person browsing to a missing page gets an HTML page.
 
     raise Problem(400, "bad_parameter", "score must be a number from 0 to 1, got 'x'")
 
-Parameters, uploads, the body reader (server/front.py), the image and video decoders and the
+Parameters, uploads, the cluster ingress's body reader, the image and video decoders and the
 model registry (server/inference) all raise it, or a subclass naming its status and code,
 and ``init_app`` renders it wherever it is raised.
 """

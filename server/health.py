@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify
 
-from . import front, manifests
+from . import manifests
 
 bp = Blueprint("health", __name__)
 
@@ -26,8 +26,7 @@ def healthz():
 def readyz():
     from . import inference
 
-    # Hashing and trial runs (cached once done): off the event loop.
-    models = front.offload(inference.registry(current_app).status)
+    models = inference.registry(current_app).status()  # hashing and trial runs, cached once done
     tasks = sorted({m["task"] for m in models if m["status"] != "broken" and m["task"]})
     broken = [m["id"] for m in models if m["status"] == "broken"]
     if not models:

@@ -143,27 +143,31 @@ class Settings:
     max_video_frames: int = setting("DATARAILROAD_MAX_VIDEO_FRAMES", int, "frames in one `POST /api/v1/track` "
                                     "video (413 past it, never cut silently)", DEFAULT_MAX_VIDEO_FRAMES,
                                     bound=AT_LEAST_1)
-    # gunicorn (gunicorn.conf.py) and its front (server/front.py)
-    host: str = setting("DATARAILROAD_HOST", str, "address gunicorn listens on", "127.0.0.1")
-    port: int = setting("DATARAILROAD_PORT", int, "port gunicorn listens on", 8000, bound=Bound(low=0, high=65535))
-    bind: str | None = setting("DATARAILROAD_BIND", str, "gunicorn's bind, whole (e.g. `unix:/run/drr.sock`); "
-                               "overrides HOST and PORT", shown="HOST:PORT")
+    # The front (HAProxy, server/front.py) and gunicorn behind it (gunicorn.conf.py)
+    host: str = setting("DATARAILROAD_HOST", str, "address the server listens on", "127.0.0.1")
+    port: int = setting("DATARAILROAD_PORT", int, "port the server listens on", 8000, bound=Bound(low=0, high=65535))
+    bind: str | None = setting("DATARAILROAD_BIND", str, "the front's address, whole (e.g. `0.0.0.0:8000`, or "
+                               "`unix:/run/drr.sock`); overrides HOST and PORT", shown="HOST:PORT")
     workers: int = setting("WEB_CONCURRENCY", int, "gunicorn worker processes (gunicorn's own variable name)",
                            factory=lambda: os.cpu_count() or 1, shown="one per CPU", bound=AT_LEAST_1)
-    threads: int = setting("DATARAILROAD_THREADS", int, "native threads per worker running decode and models",
-                           2, bound=AT_LEAST_1)
-    connections: int = setting("DATARAILROAD_CONNECTIONS", int, "open connections per worker (more wait in the "
-                               "listen backlog)", 1000, bound=AT_LEAST_1)
-    idle_timeout: float = setting("DATARAILROAD_IDLE_TIMEOUT", float, "seconds a client may send nothing (request "
-                                  "line and headers, a body's pauses, keep-alive): then 408 or closed", 15.0,
+    threads: int = setting("DATARAILROAD_THREADS", int, "requests per worker that decode and run models at once "
+                           "(the others wait for one of them)", 2, bound=AT_LEAST_1)
+    http_threads: int = setting("DATARAILROAD_HTTP_THREADS", int, "threads per gunicorn worker, each serving one "
+                                "request at a time: files, pages, health, and the requests waiting for a model",
+                                16, bound=AT_LEAST_1)
+    connections: int = setting("DATARAILROAD_CONNECTIONS", int, "client connections the front holds at once "
+                               "(more wait in the listen backlog)", 1000, bound=AT_LEAST_1)
+    idle_timeout: float = setting("DATARAILROAD_IDLE_TIMEOUT", float, "seconds for a request line and headers "
+                                  "(408 past it), and for an idle keep-alive connection", 15.0,
                                   shown="15 s", bound=Bound(low=0, above=True, high=30, clamp_high=True))
     body_timeout: float = setting("DATARAILROAD_BODY_TIMEOUT", float, "seconds for a whole request body (408 past "
                                   "it)", 120.0, shown="120 s", bound=POSITIVE)
-    send_timeout: float = setting("DATARAILROAD_SEND_TIMEOUT", float, "seconds a client may accept no byte of an "
-                                  "answer the server is sending (a slow reader): then the connection is cut",
+    send_timeout: float = setting("DATARAILROAD_SEND_TIMEOUT", float, "seconds a client may send no byte of its "
+                                  "request or take no byte of an answer: then the connection is cut",
                                   30.0, shown="30 s", bound=POSITIVE)
-    buffer_bytes: int = setting("DATARAILROAD_BUFFER_BYTES", int, "request bodies one worker holds in memory at "
-                                "once (a new body past it: 503)", 64 * MiB, shown="64 MiB", bound=AT_LEAST_1)
+    buffer_bytes: int = setting("DATARAILROAD_BUFFER_BYTES", int, "request bodies a cluster ingress holds in "
+                                "memory at once (a new body past it: 503)", 64 * MiB, shown="64 MiB",
+                                bound=AT_LEAST_1)
     # LiteRT (server/inference/litert.py)
     infer_threads: int | None = setting("DATARAILROAD_INFER_THREADS", int, "threads of each LiteRT interpreter",
                                         shown="CPUs / workers, at least 1", bound=RAISED_TO_1)
@@ -175,7 +179,7 @@ class Settings:
                                    "only those already queued, no latency added)", 0.0, shown="0 ms",
                                    bound=Bound(low=0, clamp_low=True))
     # HTTPS for phones on the LAN (server/certs.py)
-    https: bool = setting("DATARAILROAD_HTTPS", bool, "1: gunicorn serves https with the local CA's certificate "
+    https: bool = setting("DATARAILROAD_HTTPS", bool, "1: the front serves https with the local CA's certificate "
                           "and /ca.crt (`make run HTTPS=1`)", False, shown="0 (off)")
     certs: Path = setting("DATARAILROAD_CERTS", Path, "the local CA and server certificate (made on first use)",
                           ROOT / "certs", shown="./certs")

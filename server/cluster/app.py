@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ray import serve
 
-from .. import config, create_app, front
+from .. import config, create_app
 from ..errors import Problem
 from ..inference import RUNNERS, ModelUnavailable, Registry
 from ..settings import Settings, load
@@ -36,9 +37,8 @@ DEFAULT_MODEL_CONFIG = {"threads": 1, "interpreters": 1, "max_batch_size": 4, "b
 
 
 def input_terminated(wsgi_app):
-    """a2wsgi's wsgi.input ends where the ASGI body ends; saying so (as gunicorn does) lets the
-    API read a chunked upload up to its limit (api._buffered_body, front.read_body) instead
-    of as empty."""
+    """a2wsgi's wsgi.input ends where the ASGI body ends; saying so (as gunicorn does) lets
+    werkzeug read a chunked upload up to its limit (413 past it) instead of as empty."""
     def app(environ, start_response):
         environ["wsgi.input_terminated"] = True
         return wsgi_app(environ, start_response)
@@ -46,16 +46,42 @@ def input_terminated(wsgi_app):
     return app
 
 
+class BodyBudget:
+    """The request bodies this ingress holds at once, at most DATARAILROAD_BUFFER_BYTES."""
+
+    def __init__(self, limit: int):
+        self.limit, self.held = limit, 0
+
+    def take(self, size: int) -> None:
+        if self.held + size > self.limit:
+            raise Problem(503, "server_busy", f"the server holds {self.limit} bytes of uploads already "
+                                              "(DATARAILROAD_BUFFER_BYTES); retry in a moment")
+        self.held += size
+
+    def give_back(self, size: int) -> None:
+        self.held -= size
+
+
+async def send_problem(send, problem: Problem) -> None:
+    """The API's JSON error, straight from the ASGI layer; the connection is closed after it."""
+    body = json.dumps({"error": {"code": problem.code, "message": problem.message}}).encode()
+    await send({"type": "http.response.start", "status": problem.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
 def bodies_read_first(asgi_app, settings: Settings):
     """Each request body is read whole on the event loop before a2wsgi gives the request one
-    of its threads, as gunicorn's gevent front does (server/front.py): a stalled upload holds
-    a coroutine, not a thread (20 stalled uploads left /healthz unanswered for 100 s). The
-    front's limits apply here, from the app's ``settings``: DATARAILROAD_IDLE_TIMEOUT between
-    two pieces of a body, DATARAILROAD_BODY_TIMEOUT for all of it, the upload buffer budget.
-    The Flask app still gives the answer (408, 413, 503 JSON): front.read_body meets the same
-    error at the end of the body replayed to it. A Content-Length over the upload limit is
-    not read (413)."""
+    of its threads, as HAProxy does on one machine (server/front.py): a stalled upload holds
+    a coroutine, not a thread (20 stalled uploads left /healthz unanswered for 100 s). Ray's
+    HAProxy passes bodies through, so the limits are kept here, from the app's ``settings``:
+    DATARAILROAD_IDLE_TIMEOUT between two pieces of a body and DATARAILROAD_BODY_TIMEOUT for
+    all of it (408), DATARAILROAD_BUFFER_BYTES for the bodies held at once (503), the upload
+    limit for a chunked body (413). A Content-Length over the limit is not read: Flask answers
+    its 413."""
     max_bytes = settings.max_upload_bytes
+    budget = BodyBudget(settings.buffer_bytes)
 
     async def app(scope, receive, send):
         headers = dict(scope.get("headers", ())) if scope["type"] == "http" else {}
@@ -65,7 +91,7 @@ def bodies_read_first(asgi_app, settings: Settings):
             return await asgi_app(scope, receive, send)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.body_timeout
-        held, chunks, size, failure = {}, [], 0, None
+        chunks, size = [], 0
         try:
             while size <= max_bytes:
                 left = deadline - loop.time()
@@ -73,27 +99,35 @@ def bodies_read_first(asgi_app, settings: Settings):
                     raise TimeoutError("deadline")
                 message = await asyncio.wait_for(receive(), min(settings.idle_timeout, left))
                 if message["type"] != "http.request":
+                    budget.give_back(size)
                     return  # the client left: nobody to answer
                 body = message.get("body", b"")
-                front.hold(held, len(body), settings.buffer_bytes)
+                budget.take(len(body))
                 chunks.append(body)
                 size += len(body)
                 if not message.get("more_body"):
                     break
         except (TimeoutError, Problem) as exc:
-            failure = exc
-        finally:
-            front.release(held)  # front.read_body holds them again as the app reads
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": failure is not None}]
+            budget.give_back(size)
+            await send_problem(send, exc if isinstance(exc, Problem) else Problem(408, "request_timeout", (
+                f"the request body was not received in time: the server waits at most {settings.idle_timeout:g} s "
+                f"between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and {settings.body_timeout:g} s for "
+                "a whole body (DATARAILROAD_BODY_TIMEOUT)")))
+            return
+        if size > max_bytes:  # a chunked body over the limit (werkzeug would cut it silently)
+            budget.give_back(size)
+            await send_problem(send, Problem(413, "payload_too_large", f"the upload is larger than the server's "
+                                             f"limit of {max_bytes} bytes (DATARAILROAD_MAX_UPLOAD_BYTES)"))
+            return
+        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
         async def replayed():
-            if replay:
-                return replay.pop()
-            if failure is not None:
-                raise failure
-            return await receive()
+            return replay.pop() if replay else await receive()
 
-        await asgi_app(scope, replayed, send)
+        try:
+            await asgi_app(scope, replayed, send)
+        finally:
+            budget.give_back(size)
 
     return app
 
@@ -129,11 +163,11 @@ class ModelServer:
         self.run_batch.set_batch_wait_timeout_s(float(model_config["batch_wait_timeout_s"]))
 
     def warm_up(self) -> None:
-        """Load the task's default model now, so a new replica's first request doesn't."""
-        try:
-            self.registry.get(self.task)
-        except (LookupError, ModelUnavailable) as exc:
-            log.warning("%s: no default model loaded at start: %s", self.task, exc)
+        """Load the task's installed models now, so a new replica's first request doesn't."""
+        loaded = self.registry.preload(self.task)
+        if not loaded:
+            log.warning("%s: no model loaded at start (none installed in %s, or none can serve)", self.task,
+                        self.models_dir)
 
     def describe(self, model_id: str):
         try:

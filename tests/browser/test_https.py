@@ -31,7 +31,7 @@ from harness.browser import CHROMIUM, fake_camera_flags, launch, open_page, scre
 from harness.clips import write_y4m
 from harness.paths import YOLOV5N_WEIGHTS
 from harness.photos import letterbox_rgb
-from harness.servers import Gunicorn
+from harness.servers import ProductionServer
 
 HTTPS_PORT, HTTP_PORT = 8450, 8451
 IDLE = 3.0
@@ -182,17 +182,18 @@ def test_ca_route_only_over_https_when_https_is_on(tmp_path):
     assert b"PRIVATE KEY" not in answer.data
 
 
-# ---------------------------------------------------------------------------- gunicorn
+# ---------------------------------------------------------------------------- the front
 
-class HttpsGunicorn(Gunicorn):
-    """gunicorn.conf.py as `make run HTTPS=1` starts it, one worker, on a loopback port."""
+class HttpsServer(ProductionServer):
+    """The front as `make run HTTPS=1` starts it (TLS ends at HAProxy), one worker, on a
+    loopback port."""
 
     def __init__(self, models_dir: Path, certs_dir: Path, port: int):
         self.certs_dir = certs_dir
-        super().__init__(models_dir, 1, port=port, ca=certs_dir / "ca.crt", log="https_gunicorn.log",
+        super().__init__(models_dir, 1, port=port, ca=certs_dir / "ca.crt", log="https_front.log",
                          env={"DATARAILROAD_HTTPS": "1", "DATARAILROAD_CERTS": str(certs_dir),
                               "DATARAILROAD_HOST": "127.0.0.1", "DATARAILROAD_PORT": str(port),
-                              "DATARAILROAD_IDLE_TIMEOUT": str(IDLE)})
+                              "DATARAILROAD_IDLE_TIMEOUT": str(IDLE), "DATARAILROAD_SEND_TIMEOUT": str(IDLE)})
 
     def get(self, path: str, host: str = "127.0.0.1"):
         return self.request("GET", path, timeout=30, host=host)
@@ -214,7 +215,7 @@ def models(built_model) -> Path:
 
 @pytest.fixture(scope="module")
 def https_server(models, tmp_path_factory):
-    server = HttpsGunicorn(models, tmp_path_factory.mktemp("certs"), HTTPS_PORT)
+    server = HttpsServer(models, tmp_path_factory.mktemp("certs"), HTTPS_PORT)
     yield server
     server.stop()
 
@@ -226,7 +227,7 @@ def read_all(sock) -> bytes:
     return out
 
 
-def test_gunicorn_serves_https_with_the_local_ca_and_keeps_its_timeouts(https_server):
+def test_the_front_serves_https_with_the_local_ca_and_keeps_its_timeouts(https_server):
     for host in ("127.0.0.1", "localhost"):
         status, _, body = https_server.get("/healthz", host)
         assert status == 200 and json.loads(body)["status"] == "ok"
@@ -235,7 +236,8 @@ def test_gunicorn_serves_https_with_the_local_ca_and_keeps_its_timeouts(https_se
     assert body == (https_server.certs_dir / "ca.crt").read_bytes()
 
     # Issue 11's limits hold under TLS: a client that never starts the handshake, one that
-    # sends no request after it, and a stalled upload are all cut off after the idle timeout.
+    # sends no request after it, and a stalled upload are all cut off after the idle timeout
+    # (the send timeout, here the same, for the handshake and the body).
     opened = time.monotonic()
     silent_tcp = socket.create_connection(("127.0.0.1", https_server.port), timeout=30)
     silent_tls = https_server.tls_socket()

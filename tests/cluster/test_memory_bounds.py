@@ -36,8 +36,8 @@ def status(key):
         if line.startswith(key + ":"):
             return int(line.split()[1]) * 1024
 
-from server import create_app, front
-front.keep_freed_memory()  # as gunicorn.conf.py does in production: freed heap is kept for reuse
+from server import create_app, memory
+memory.keep_freed_memory()  # as gunicorn.conf.py does in production: freed heap is kept for reuse
 app = create_app({"MODELS_DIR": sys.argv[1], "TESTING": True, "MAX_IMAGE_PIXELS": int(sys.argv[2])})
 client = app.test_client()
 cases = json.loads(sys.stdin.read())

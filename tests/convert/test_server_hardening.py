@@ -1,13 +1,14 @@
-"""The production server as an attacker meets it: gunicorn started with gunicorn.conf.py (the
-gevent front, 2 workers) on a loopback port, real sockets.
+"""The production server as an attacker meets it: `python -m server.front` (HAProxy in front
+of gunicorn, 2 workers) on a loopback port, real sockets.
 
 - 64 stalled uploads (headers + a few body bytes, then nothing) starve nothing: /healthz
   answers in < 1 s and a detect of a small JPEG in < 3 s while they are open; each is then
-  cut off after DATARAILROAD_IDLE_TIMEOUT (3 s here; 15 s by default) with a 408 JSON, as is
-  a client that sends nothing at all.
+  cut off after DATARAILROAD_SEND_TIMEOUT (3 s here; 30 s by default) with a 408 JSON; a
+  client that sends nothing at all is closed without an answer.
 - A truncated .tflite answers 503 for its model only, the workers do not crash.
-- The HTTP parser's errors are JSON: malformed chunked bodies, a bad request line, too many
-  headers (431); a duplicate image part is a 400.
+- Malformed requests are refused by HAProxy: a request it cannot parse (bad request line,
+  header name, chunk) with its own short 400; a parsed one over a limit (414, 431, 413) with
+  the API's JSON; a duplicate image part is the app's 400.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import pytest
 
 from harness.models import edit_manifest, install_copy, truncate
 from harness.photos import photo_bytes, png_bomb
-from harness.servers import Gunicorn, multipart
+from harness.servers import ProductionServer, multipart
 
 IDLE = 3.0
 STALLED = 64
@@ -39,8 +40,9 @@ def served(api_models, tmp_path_factory):
     crashing = install_copy(api_models["efficientnet-lite0"], folder, "crashing", digests=False)
     size = truncate(crashing / "model.tflite")
     edit_manifest(crashing, lambda m: m["files"].update({"model.tflite": size}))
-    srv = Gunicorn(folder, 2, log="hardening_gunicorn.log",
-                   env={"DATARAILROAD_IDLE_TIMEOUT": str(IDLE), "DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)})
+    srv = ProductionServer(folder, 2, log="hardening_front.log",
+                   env={"DATARAILROAD_IDLE_TIMEOUT": str(IDLE), "DATARAILROAD_SEND_TIMEOUT": str(IDLE),
+                                "DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)})
     srv.detect = detect
     yield srv
     srv.stop()
@@ -54,13 +56,13 @@ def small_jpeg() -> bytes:
     return buf.getvalue()
 
 
-def timed(server: Gunicorn, method: str, path: str, body=None, headers=None):
+def timed(server: ProductionServer, method: str, path: str, body=None, headers=None):
     t0 = time.perf_counter()
     status, ctype, data = server.request(method, path, body, headers, timeout=30)
     return status, ctype, data, time.perf_counter() - t0
 
 
-def raw(server: Gunicorn, data: bytes, half_close: bool = False, timeout: float = 15.0) -> bytes:
+def raw(server: ProductionServer, data: bytes, half_close: bool = False, timeout: float = 15.0) -> bytes:
     """Send bytes as they are; the whole answer up to the server's close."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=timeout) as s:
         s.sendall(data)
@@ -149,20 +151,44 @@ CHUNKED = (b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jp
            b"Transfer-Encoding: chunked\r\n\r\n")
 
 
-@pytest.mark.parametrize("name, data, half_close, status, code", [
-    ("chunk size zz", CHUNKED + b"zz\r\nabc\r\n0\r\n\r\n", False, 400, "bad_request_body"),
-    ("cut mid-chunk", CHUNKED + b"100\r\nabc", True, 400, "bad_request_body"),
-    ("chunk without terminator", CHUNKED + b"3\r\nabcXY0\r\n\r\n", False, 400, "bad_request_body"),
-    ("body shorter than Content-Length", b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\n"
-     b"Content-Length: 1000\r\n\r\nabc", True, 400, "bad_request_body"),
-    ("bad request line", b"GARBAGE\r\n\r\n", False, 400, "bad_request"),
-    ("bad header name", b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", False, 400, "bad_request"),
+# What HAProxy can't parse gets its own short 400 (HTML: there is no request to answer as the
+# API); the connection is closed after it.
+@pytest.mark.parametrize("name, data, half_close", [
+    ("chunk size zz", CHUNKED + b"zz\r\nabc\r\n0\r\n\r\n", False),
+    ("chunk without terminator", CHUNKED + b"3\r\nabcXY0\r\n\r\n", False),
+    ("bad request line", b"GARBAGE\r\n\r\n", False),
+    ("bad header name", b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n", False),
     ("too many headers", b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
-     + b"".join(b"X-H%d: v\r\n" % i for i in range(200)) + b"\r\n", False, 431, "request_header_fields_too_large"),
-    ("header too long", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", False, 431,
-     "request_header_fields_too_large"),
+     + b"".join(b"X-H%d: v\r\n" % i for i in range(200)) + b"\r\n", False),
 ])
-def test_parser_errors_are_json(served, name, data, half_close, status, code):
+def test_unparsable_requests_are_400(served, name, data, half_close):
+    answer = raw(served, data, half_close)
+    assert answer.startswith(b"HTTP/1.1 400 "), (name, answer[:200])
+    assert served.request("GET", "/healthz")[0] == 200
+
+
+@pytest.mark.parametrize("name, data", [
+    ("cut mid-chunk", CHUNKED + b"100\r\nabc"),
+    ("body shorter than Content-Length", b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\n"
+     b"Content-Length: 1000\r\n\r\nabc"),
+])
+def test_a_body_cut_short_never_reaches_the_app(served, name, data):
+    """The client ends its side before the body is whole: HAProxy, still waiting for the body,
+    closes the connection (nobody is left to read an answer); the app never sees a part-body."""
+    assert raw(served, data, half_close=True) == b"", name
+    assert served.request("GET", "/healthz")[0] == 200
+
+
+@pytest.mark.parametrize("name, data, half_close, status, code", [
+    ("headers too large", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n", False, 431,
+     "request_header_fields_too_large"),
+    ("URL too long", b"GET /healthz?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", False, 414, "uri_too_long"),
+    ("upload over the limit", b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\n"
+     b"Content-Length: %d\r\n\r\n" % (UPLOAD_LIMIT + 1), False, 413, "payload_too_large"),
+    ("chunked upload over the limit", CHUNKED + b"%x\r\n" % (UPLOAD_LIMIT + 10) + b"a" * (UPLOAD_LIMIT + 10)
+     + b"\r\n0\r\n\r\n", False, 413, "payload_too_large"),
+])
+def test_refusals_of_a_parsed_request_are_json(served, name, data, half_close, status, code):
     got_status, error = json_error(raw(served, data, half_close))
     assert (got_status, error["code"]) == (status, code), (name, error)
     assert error["message"]
@@ -199,24 +225,21 @@ def test_headers_of_api_answers_and_pages(served):
         conn.close()
 
 
-def test_bodies_held_at_once_are_bounded():
-    """The front keeps whole bodies in memory: their total per worker is capped
-    (DATARAILROAD_BUFFER_BYTES), past which a new body is a 503 until others are answered."""
-    from server.settings import Settings
-    from server import front
+def test_cluster_ingress_bounds_the_bodies_it_holds():
+    """The cluster's ingress reads bodies whole before the app (Ray's HAProxy passes them
+    through): their total is capped (DATARAILROAD_BUFFER_BYTES), past which a new body is a 503
+    until others are answered."""
+    from server.cluster.app import BodyBudget
     from server.errors import Problem
 
-    settings = Settings.from_env({"DATARAILROAD_BUFFER_BYTES": "1000"})
-    first = {"wsgi.input": io.BytesIO(b"a" * 600)}
-    assert front.read_body(first, 600, 10_000, settings) == b"a" * 600
-    second = {"wsgi.input": io.BytesIO(b"b" * 600)}
+    budget = BodyBudget(1000)
+    budget.take(600)
     with pytest.raises(Problem) as busy:
-        front.read_body(second, 600, 10_000, settings)
-    assert busy.value.status == 503 and busy.value.code == "server_busy" and second[front.CLOSE_CONNECTION]
-    front.release(first)
-    third = {"wsgi.input": io.BytesIO(b"c" * 600)}
-    assert front.read_body(third, 600, 10_000, settings) == b"c" * 600
-    front.release(third)
+        budget.take(600)
+    assert busy.value.status == 503 and busy.value.code == "server_busy"
+    budget.give_back(600)
+    budget.take(600)
+    assert budget.held == 600
 
 
 def test_pixel_limit_413_cites_our_setting(api_models):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 import os
 import re
 import runpy
@@ -77,7 +78,7 @@ def test_defaults():
     assert s.max_upload_bytes == 10 * 1024 * 1024 and s.max_image_pixels == 40_000_000 and s.max_video_frames == 600
     assert (s.host, s.port, s.bind) == ("127.0.0.1", 8000, "127.0.0.1:8000")
     assert s.workers == (os.cpu_count() or 1) and s.infer_threads == max(1, (os.cpu_count() or 1) // s.workers)
-    assert (s.threads, s.connections) == (2, 1000)
+    assert (s.threads, s.http_threads, s.connections, s.send_timeout) == (2, 16, 1000, 30.0)
     assert (s.idle_timeout, s.body_timeout, s.buffer_bytes) == (15.0, 120.0, 64 * 1024 * 1024)
     assert (s.batch, s.batch_wait_ms, s.interpreters, s.https) == (4, 0.0, 1, False)
 
@@ -154,12 +155,8 @@ def test_printed(capsys):
 # ---------------------------------------------------------------------------- who takes them
 
 def test_the_app_takes_its_settings(tmp_path):
-    """A value set in the settings reaches the app: an upload over a small limit is a 413,
-    and the front holds bodies within the app's buffer budget."""
-    from server import front
-    from server.errors import Problem
-
-    settings = dataclasses.replace(Settings(), models=tmp_path, max_upload_bytes=1000, buffer_bytes=100)
+    """A value set in the settings reaches the app: an upload over a small limit is a 413."""
+    settings = dataclasses.replace(Settings(), models=tmp_path, max_upload_bytes=1000)
     app = create_app({"TESTING": True}, settings)
     assert config.settings(app) is settings and app.config["MAX_CONTENT_LENGTH"] == 1000
     client = app.test_client()
@@ -171,9 +168,6 @@ def test_the_app_takes_its_settings(tmp_path):
     assert raw.status_code == 413
     small = client.post("/api/v1/detect", data=b"x" * 10, content_type="image/jpeg")
     assert small.status_code != 413
-    with app.test_request_context(), pytest.raises(Problem) as busy:
-        front.read_body({"wsgi.input": io.BytesIO(b"x" * 500)}, 500, 1000)
-    assert busy.value.status == 503 and "holds 100 bytes" in busy.value.message
 
 
 def test_flask_config_keys_override_their_settings(tmp_path):
@@ -190,17 +184,40 @@ def test_the_app_defaults_to_this_process_settings(tmp_path):
 
 
 def test_gunicorn_conf_takes_the_settings(monkeypatch):
-    for name, value in {"DATARAILROAD_BIND": "127.0.0.1:8765", "WEB_CONCURRENCY": "3", "DATARAILROAD_THREADS": "5",
-                        "DATARAILROAD_CONNECTIONS": "77", "DATARAILROAD_IDLE_TIMEOUT": "100"}.items():
+    for name, value in {"WEB_CONCURRENCY": "3", "DATARAILROAD_HTTP_THREADS": "5",
+                        "DATARAILROAD_IDLE_TIMEOUT": "100"}.items():
         monkeypatch.setenv(name, value)
     load.cache_clear()
     try:
         conf = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     finally:
         load.cache_clear()
-    assert (conf["bind"], conf["workers"], conf["threads"], conf["worker_connections"], conf["keepalive"]) == \
-        ("127.0.0.1:8765", 3, 5, 77, 30)
-    assert "certfile" not in conf  # DATARAILROAD_HTTPS unset
+    assert (conf["workers"], conf["worker_class"], conf["threads"], conf["keepalive"]) == (3, "gthread", 5, 30)
+    assert "bind" not in conf and "certfile" not in conf  # the front's socket, given by server/front.py; TLS ends at HAProxy
+
+
+def test_the_front_takes_the_settings(tmp_path):
+    """HAProxy's configuration (server/front.py) carries the address, limits and timeouts, and
+    HAProxy itself accepts it."""
+    import subprocess
+
+    from server import front
+
+    settings = Settings.from_env({"DATARAILROAD_BIND": "127.0.0.1:8765", "WEB_CONCURRENCY": "3",
+                                  "DATARAILROAD_THREADS": "5", "DATARAILROAD_CONNECTIONS": "77",
+                                  "DATARAILROAD_IDLE_TIMEOUT": "2.5", "DATARAILROAD_SEND_TIMEOUT": "7",
+                                  "DATARAILROAD_BODY_TIMEOUT": "60", "DATARAILROAD_MAX_UPLOAD_BYTES": "1000"})
+    config = front.haproxy_config(settings, tmp_path / "app.sock", tmp_path)
+    for line in ("bind 127.0.0.1:8765 tcp-ut 7000ms", "maxconn 77", "timeout http-request 2500ms",
+                 "timeout client 7000ms", "http-request wait-for-body time 60000ms",
+                 "tune.bufsize %d" % (1000 + front.BODY_SLACK), "req.hdr_val(content-length) gt 1000 }",
+                 f"server app {tmp_path / 'app.sock'}"):
+        assert line in config, line
+    path = front.prepare(settings, tmp_path)
+    check = subprocess.run([front.haproxy_binary(), "-c", "-f", str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert json.loads((tmp_path / "408.http").read_bytes().partition(b"\r\n\r\n")[2])["error"]["code"] == \
+        "request_timeout"
 
 
 def test_gunicorn_conf_refuses_a_bad_value(monkeypatch):

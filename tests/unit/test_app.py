@@ -174,6 +174,7 @@ def test_csp_allows_exactly_the_import_map(client):
 def test_gunicorn_config_defaults(monkeypatch):
     import runpy
 
+    from server import front
     from server.settings import load
 
     monkeypatch.delenv("DATARAILROAD_BIND", raising=False)
@@ -182,10 +183,11 @@ def test_gunicorn_config_defaults(monkeypatch):
     load.cache_clear()  # gunicorn.conf.py reads this process's settings once, as gunicorn's master does
     try:
         settings = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+        front_config = front.haproxy_config(load(), ROOT / "app.sock", ROOT)
     finally:
         load.cache_clear()
-    assert settings["bind"] == "127.0.0.1:8000"
-    assert settings["preload_app"] is True and settings["workers"] >= 1
+    assert "bind 127.0.0.1:8000 " in front_config  # the public address is HAProxy's
+    assert settings["preload_app"] is True and settings["workers"] >= 1 and settings["worker_class"] == "gthread"
 
 
 def test_pickers_prefer_real_fp32_models_and_take_a_model_parameter(tmp_path):
