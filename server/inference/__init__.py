@@ -8,7 +8,8 @@ server's one source of them. The runners get the registry's settings (the app's,
 cluster replica's: server/settings.py) for LiteRT's threads, interpreters and batching. Runners are cached per model id and version (the manifest
 file's stamp and every listed file's mtime and size), so a rebuilt model is picked up by the
 next request. Nothing loads at import or in create_app(): gunicorn preloads the app in the
-master, and each worker loads its own interpreters on first use.
+master, and each worker loads its own interpreters (``preload``, gunicorn.conf.py) before it
+takes a request; a model installed later loads on its first use.
 
 Before a model loads, ``check`` verifies it: the manifest's input contract, every listed
 file against its recorded size and sha256 (manifests.verify_files), and a trial run of each
@@ -195,6 +196,20 @@ class Registry:
             self._runners[mid] = (version, runner)
             return runner
 
+    def preload(self, task: str | None = None) -> list[str]:
+        """Load every installed model (of ``task``) that can serve (gunicorn.conf.py: each
+        worker, before its first request; a cluster model deployment, its task's); the ids
+        loaded. One that can't is left to answer its 503 on use."""
+        loaded = []
+        for manifest in self.manifests.installed():
+            if manifest.get("server") and manifest.get("task") in self.runners and task in (None, manifest["task"]):
+                try:
+                    self._runner(self.choose(manifest["task"], manifest["id"]))
+                except Problem:
+                    continue
+                loaded.append(manifest["id"])
+        return loaded
+
     def status(self) -> list[dict]:
         """Every model folder for /readyz: a valid manifest's summary with ``status`` ``ready``,
         ``broken`` (with ``error``) or ``browser_only`` (no server artifact: the pages run it,
@@ -219,8 +234,9 @@ class Registry:
             if problem:
                 self._failures[model.id] = (version, problem)
                 out.append({**entry, "status": "broken", "error": problem})
-            else:
-                out.append({**entry, "status": "ready"})
+            else:  # loaded: this process holds its runner (preload, or a request)
+                cached = self._runners.get(model.id)
+                out.append({**entry, "status": "ready", "loaded": bool(cached and cached[0] == version)})
         return out
 
 

@@ -81,6 +81,18 @@ def trial_load(path: Path) -> None:
         raise LoadError(failure)
 
 
+def _io_maps(interpreter) -> tuple[dict, dict]:
+    """name -> (index, dtype, shape) of each input, name -> index of each output: the serving
+    signature's names where there is one. (A function of its own: the signature runner must be
+    gone before the interpreter runs, as it holds a reference LiteRT counts as unsafe.)"""
+    if "serving_default" in interpreter.get_signature_list():
+        runner = interpreter.get_signature_runner("serving_default")
+        return ({k: (d["index"], d["dtype"], tuple(d["shape"])) for k, d in runner.get_input_details().items()},
+                {k: d["index"] for k, d in runner.get_output_details().items()})
+    return ({d["name"]: (d["index"], d["dtype"], tuple(d["shape"])) for d in interpreter.get_input_details()},
+            {d["name"]: d["index"] for d in interpreter.get_output_details()})
+
+
 class _Instance:
     """One interpreter with its input/output index maps."""
 
@@ -89,16 +101,10 @@ class _Instance:
 
         self.interpreter = Interpreter(model_path=str(path), num_threads=threads)
         self.interpreter.allocate_tensors()
-        signatures = self.interpreter.get_signature_list()
-        if "serving_default" in signatures:
-            runner = self.interpreter.get_signature_runner("serving_default")
-            self.inputs = {k: (d["index"], d["dtype"], tuple(d["shape"]))
-                           for k, d in runner.get_input_details().items()}
-            self.outputs = {k: d["index"] for k, d in runner.get_output_details().items()}
-        else:
-            self.inputs = {d["name"]: (d["index"], d["dtype"], tuple(d["shape"]))
-                           for d in self.interpreter.get_input_details()}
-            self.outputs = {d["name"]: d["index"] for d in self.interpreter.get_output_details()}
+        self.inputs, self.outputs = _io_maps(self.interpreter)
+        # The first invoke packs the weights for XNNPACK (tens of ms to seconds): paid here, at
+        # load, not by the first request.
+        self.run({key: np.zeros(shape, dtype) for key, (_, dtype, shape) in self.inputs.items()})
 
     def run(self, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         for key, (index, dtype, _) in self.inputs.items():

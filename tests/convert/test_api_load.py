@@ -1,4 +1,4 @@
-"""A bounded load test under gunicorn on 127.0.0.1 (random port): 8 concurrent clients post
+"""A bounded load test through the production front (HAProxy + gunicorn) on 127.0.0.1 (random port): 8 concurrent clients post
 a mix of detect / classify / hands requests for DATARAILROAD_LOAD_SECONDS (default 20; the
 issue's figure is 60) after a concurrent warm-up. Passes with 0 errors and flat worker
 memory (RSS per worker at start and end, written to test-artifacts/api_load.json).
@@ -10,15 +10,15 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from harness.paths import ARTIFACTS
 from harness.photos import photo_bytes
-from harness.servers import Gunicorn, multipart, proc_stat
+from harness.servers import ProductionServer, multipart, proc_stat, rss_mb
 
 SECONDS = float(os.environ.get("DATARAILROAD_LOAD_SECONDS", 20))
 WARMUP_SECONDS = float(os.environ.get("DATARAILROAD_LOAD_WARMUP", 5))
@@ -28,22 +28,15 @@ RSS_GROWTH_LIMIT_MB = 64.0  # per worker; request-to-request noise (malloc arena
 UPLOAD_LIMIT = 2 * 1024 * 1024
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 @pytest.fixture(scope="module")
 def server(api_models):
     folder = next(iter(api_models.values())).parent
-    srv = Gunicorn(folder, WORKERS, env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)}, log="api_gunicorn.log")
+    srv = ProductionServer(folder, WORKERS, env={"DATARAILROAD_MAX_UPLOAD_BYTES": str(UPLOAD_LIMIT)}, log="api_front.log")
     yield srv
     srv.stop()
 
 
-def run_load(server: Gunicorn, seconds: float, clients: int, mix: list) -> dict:
+def run_load(server: ProductionServer, seconds: float, clients: int, mix: list) -> dict:
     """clients threads, each with a keep-alive connection, cycling through ``mix`` until the
     deadline. Any non-200 or transport error counts as an error."""
     stop_at = time.time() + seconds
@@ -101,6 +94,23 @@ def request_mix(api_models) -> list:
     return mix
 
 
+def test_workers_load_every_model_before_they_answer(server, api_models):
+    """Ready means loaded: each worker loaded every installed model before its first request
+    (gunicorn.conf.py's post_worker_init), and /readyz says so model by model."""
+    for pid in server.workers():  # a worker still loading takes no request: the others answer meanwhile
+        for _ in range(300):
+            log = server.log_path.read_text()
+            line = re.search(rf"Worker {pid} loaded (\d+) model\(s\): (.*)", log)
+            if line:
+                break
+            time.sleep(0.2)
+        assert line, f"worker {pid} logged no model load in 60 s:\n{log[-2000:]}"
+        assert set(line.group(2).split(", ")) >= set(api_models), line.group(0)
+    status, _, body = server.request("GET", "/readyz")
+    models = json.loads(body)["models"]
+    assert status == 200 and {m["id"] for m in models if m.get("loaded")} >= set(api_models), models
+
+
 def test_load_no_errors_flat_memory(server, api_models):
     mix = request_mix(api_models)
     workers = server.workers()
@@ -154,7 +164,7 @@ def test_load_no_errors_flat_memory(server, api_models):
 
 
 def test_workers_reuse_freed_memory(server, api_models):
-    """gunicorn.conf.py's front.keep_freed_memory(): a request reuses the pages the one before
+    """gunicorn.conf.py's memory.keep_freed_memory(): a request reuses the pages the one before
     it freed. Without it each detect of bus.jpg page-faults its ~18 MB of arrays in again
     (~3400 faults); with it, a warm worker takes next to none."""
     path = "/api/v1/detect" if "yolov5n" in api_models else "/api/v1/classify"
@@ -172,7 +182,7 @@ def test_workers_reuse_freed_memory(server, api_models):
 
 
 def test_upload_limit_over_real_http(server):
-    """413 JSON from gunicorn for Content-Length, multipart and chunked bodies over the limit;
+    """413 JSON for Content-Length, multipart and chunked bodies over the limit (the front's);
     a body within the limit still works, chunked included."""
     too_big = b"\xff\xd8" + os.urandom(UPLOAD_LIMIT + 1000)
     status, ctype, body = server.request("POST", "/api/v1/classify", too_big, {"Content-Type": "image/jpeg"})
