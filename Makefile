@@ -29,7 +29,7 @@ HTTPS ?=
 # the models folder at each request): the demos' own (hands, classifier, YOLOv5n) and the
 # official Ultralytics checkpoint of each task (YOLO11n first). Each chain is a process group of
 # its own, stopped with the server (Ctrl+C); logs in models/build-*.log.
-run: tools setup
+run: tools setup serve-install
 	@mkdir -p models; \
 	  setsid $(MAKE) --no-print-directory demo-models > models/build-demos.log 2>&1 & demos=$$!; \
 	  setsid $(MAKE) --no-print-directory official-models > models/build-official.log 2>&1 & official=$$!; \
@@ -84,7 +84,7 @@ setup: $(VENV)/.installed node_modules/.package-lock.json
 # Last, the project itself, editable and without deps (pyproject.toml): imports by name everywhere.
 # --no-compile: pip would byte-compile every installed file (70 s of the 165 s a fresh install
 # took here); Python compiles what is imported, once, on first use.
-$(VENV)/.installed: requirements.txt requirements-serve.txt requirements-nodeps.txt pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-app.txt requirements-nodeps.txt pyproject.toml
 	test -x $(VENV_PY) || $(PYTHON) -m venv $(VENV)
 	$(VENV_PY) -m pip install --disable-pip-version-check --no-compile -q -r requirements.txt
 	$(VENV_PY) -m pip install --disable-pip-version-check --no-compile -q --no-deps -r requirements-nodeps.txt
@@ -114,14 +114,16 @@ demo-models: setup
 official-models: setup
 	$(VENV_PY) -m converters official
 
+# The server as in production (server/front.py): HAProxy on HOST:PORT in front of gunicorn, one
+# process group, from the serving install (.venv-serve: requirements-serve.txt's faster LiteRT).
 # HTTPS=1: https with a local CA's certificate (server/certs.py, made once in certs/), so phones
 # on the LAN (HOST=0.0.0.0) get the camera; docs/phones-offline.md.
-serve: setup
+serve: serve-install node_modules/.package-lock.json
 ifeq ($(HTTPS),1)
-	@DATARAILROAD_PORT=$(PORT) $(VENV_PY) -m server.certs --host $(HOST)
+	@DATARAILROAD_PORT=$(PORT) $(SERVE_VENV)/bin/python -m server.certs --host $(HOST)
 endif
 	@echo "DataRailroad on $(if $(filter 1,$(HTTPS)),https,http)://$(HOST):$(PORT)/  (Ctrl+C stops)"
-	DATARAILROAD_HTTPS=$(HTTPS) DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(VENV)/bin/gunicorn -c gunicorn.conf.py 'server:create_app()'
+	DATARAILROAD_HTTPS=$(HTTPS) DATARAILROAD_HOST=$(HOST) DATARAILROAD_PORT=$(PORT) $(SERVE_VENV)/bin/python -m server.front
 
 # Python's venv module and Node/npm, from Debian when missing (as root).
 tools:
@@ -155,11 +157,12 @@ cluster: setup
 cluster-stop:
 	$(VENV_PY) -m server.cluster down --ray-port $(RAY_PORT)
 
-# The slim runtime for serving machines and cluster nodes: no converter dependencies.
+# The slim runtime that serves (make serve), and what serving machines and cluster nodes install:
+# no converter dependencies.
 SERVE_VENV ?= .venv-serve
 serve-install: $(SERVE_VENV)/.installed
 
-$(SERVE_VENV)/.installed: requirements-serve.txt pyproject.toml
+$(SERVE_VENV)/.installed: requirements-serve.txt requirements-app.txt pyproject.toml
 	test -x $(SERVE_VENV)/bin/python || $(PYTHON) -m venv $(SERVE_VENV)
 	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check --no-compile -q -r requirements-serve.txt
 	$(SERVE_VENV)/bin/python -m pip install --disable-pip-version-check --no-compile -q --no-deps -e .
