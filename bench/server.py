@@ -1,5 +1,8 @@
 """Server-side detection, side by side in one run:
 
+The server runs as `make serve` runs it: `python -m server.front` (HAProxy + gunicorn) from the
+serving install (.venv-serve, requirements-serve.txt's LiteRT; --python picks another).
+
 1. Per-image latency: POST /api/v1/detect (YOLOv5n 640, LiteRT, gunicorn, 1 worker) vs the
    same checkpoint in PyTorch run the way yolov5's detect.py runs it (the checkpoint
    unpickled into converters/yolov5/modules.py's yolov5 modules, Conv+BN fused as ``model.fuse()``
@@ -15,7 +18,8 @@
    threads and the same LiteRT threads either way.
 
 usage: .venv/bin/python bench/server.py [--weights ../shared/models/yolov5n.pt] [--runs 30]
-       [--threads 2] [--seconds 15] [--clients 8] [--models DIR] [--out bench/results/server.json]
+       [--threads 2] [--seconds 15] [--clients 8] [--models DIR] [--python .venv-serve/bin/python]
+       [--out bench/results/server.json]
 The yolov5n model folder is taken from --models (default ./models) or built there.
 """
 from __future__ import annotations
@@ -35,17 +39,28 @@ ROOT = Path(__file__).resolve().parent.parent
 from bench._results import add_out_option, write_results
 from modelcontract.boxes import box_iou
 from harness.photos import photo_bytes
-from harness.servers import Gunicorn
+from harness.servers import ProductionServer
 
 
 JPEG = {"Content-Type": "image/jpeg"}
 
 
-def gunicorn(models: Path, workers: int, infer_threads: int, env: dict | None = None) -> Gunicorn:
-    return Gunicorn(models, workers, env={"DATARAILROAD_INFER_THREADS": str(infer_threads), **(env or {})})
+SERVE_PYTHON = ROOT / ".venv-serve" / "bin" / "python"  # `make serve-install`
 
 
-def post(server: Gunicorn, path: str, body: bytes, conn=None) -> tuple[int, bytes]:
+def serve(python: Path, models: Path, workers: int, infer_threads: int, env: dict | None = None) -> ProductionServer:
+    return ProductionServer(models, workers, python=python,
+                            env={"DATARAILROAD_INFER_THREADS": str(infer_threads), **(env or {})})
+
+
+def litert_version(python: Path) -> str:
+    import subprocess
+
+    return subprocess.run([str(python), "-c", "from importlib.metadata import version; "
+                           "print(version('ai-edge-litert'))"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def post(server: ProductionServer, path: str, body: bytes, conn=None) -> tuple[int, bytes]:
     status, _, data = server.request("POST", path, body, JPEG, timeout=120, conn=conn)
     return status, data
 
@@ -124,7 +139,7 @@ def pytorch_detector(weights: Path, threads: int):
     return detect
 
 
-def throughput(server: Gunicorn, jpeg: bytes, seconds: float, clients: int, path: str = "/api/v1/detect") -> dict:
+def throughput(server: ProductionServer, jpeg: bytes, seconds: float, clients: int, path: str = "/api/v1/detect") -> dict:
     stop_at = time.time() + seconds
     counts, errors = [0] * clients, [0] * clients
 
@@ -159,8 +174,11 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="CPU threads for LiteRT and for PyTorch")
     parser.add_argument("--seconds", type=float, default=15, help="per throughput measurement")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients for throughput")
+    parser.add_argument("--python", default=str(SERVE_PYTHON if SERVE_PYTHON.is_file() else Path(sys.executable)),
+                        help="the Python the server runs on (default: the serving install's, as make serve)")
     add_out_option(parser, "server")
     args = parser.parse_args()
+    python = Path(args.python)
     report: dict = {"load_average_at_start": round(os.getloadavg()[0], 2)}
 
     from converters import pipeline
@@ -170,9 +188,11 @@ def main() -> int:
         pipeline.convert("yolov5n", weights=args.weights, out=models)
     images = {name: photo_bytes(name) for name in ("bus.jpg", "zidane.jpg")}
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    report["server_litert"] = litert_version(python)
+    print(f"server: {python} (ai-edge-litert {report['server_litert']}) behind HAProxy")
 
     torch_detect = pytorch_detector(Path(args.weights), args.threads)
-    server = gunicorn(models, 1, args.threads)
+    server = serve(python, models, 1, args.threads)
     try:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
         for jpeg in images.values():  # warm-up: load, first inference
@@ -226,7 +246,7 @@ def main() -> int:
           f"{args.threads} CPU threads in total")
     results = {}
     for workers in (1, 2):
-        server = gunicorn(models, workers, max(1, args.threads // workers))
+        server = serve(python, models, workers, max(1, args.threads // workers))
         try:
             for _ in range(2 * workers + 2):
                 post(server, "/api/v1/detect", images["bus.jpg"])
@@ -251,7 +271,7 @@ def main() -> int:
     for task, path in endpoints:
         rps = {}
         for label, env in batching.items():
-            server = gunicorn(models, 1, args.threads, env)
+            server = serve(python, models, 1, args.threads, env)
             try:
                 for _ in range(3):
                     post(server, path, images["bus.jpg"])
