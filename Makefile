@@ -141,7 +141,7 @@ system-deps:
 	  else echo "chromium is missing: sudo apt-get install chromium chromium-driver"; exit 1; fi; fi
 
 bench: setup
-	$(VENV_PY) bench/convert.py
+	$(VENV_PY) -m bench.convert
 
 clean-models:
 	rm -rf models

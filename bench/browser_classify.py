@@ -5,15 +5,14 @@ image on /classify, from the dropped file to the top-5 bars in the DOM (decode, 
 model, top-k, card). Prints full/bare per backend (target on litert-wasm <= 1.3), TF.js WASM
 vs LiteRT.js WASM side by side, and the same .tflite in native LiteRT at --threads.
 
-    .venv/bin/python bench/browser_classify.py [--models DIR] [--backends wasm litert-wasm webgl] [--frames 10]
+    .venv/bin/python -m bench.browser_classify [--models DIR] [--backends wasm litert-wasm webgl] [--frames 10]
                                                [--out bench/results/browser_classify.json]
 """
 from __future__ import annotations
 
-from _browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
-
 import numpy as np
 
+from bench._browser import BARE_MODEL_TIMES, median, native_litert_ms, parse_args, server_and_browser
 from bench._results import write_results
 from harness.browser import drop_files
 from harness.photos import photo_bytes

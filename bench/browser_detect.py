@@ -15,7 +15,7 @@ Prints, for the default backends (TF.js WASM and LiteRT.js WASM):
     pixels -> stretch resize -> /255 -> executeAsync -> dataSync -> draw, one frame per
     animation frame; no letterbox, no results list, no tracking.
 
-    .venv/bin/python bench/browser_detect.py [--models DIR] [--backends wasm litert-wasm webgl]
+    .venv/bin/python -m bench.browser_detect [--models DIR] [--backends wasm litert-wasm webgl]
                                              [--frames 20] [--seconds 20] [--threads 2]
                                              [--out bench/results/browser_detect.json]
 """
@@ -25,8 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _browser import BARE_MODEL_TIMES, FRAME_STAGES, LIVE_FPS, median, native_litert_ms, parse_args, server_and_browser
-
+from bench._browser import BARE_MODEL_TIMES, FRAME_STAGES, LIVE_FPS, median, native_litert_ms, parse_args, server_and_browser
 from bench._results import write_results
 from converters.sources import load_photo
 from modelcontract import manifest as manifest_io

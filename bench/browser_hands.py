@@ -15,7 +15,7 @@ ratios (target: >= 1.6x) and tfjs / mediapipe ratios. The mediapipe runtime need
 --rounds N measures every backend N times, interleaved, and keeps each one's median FPS
 (other load on the machine then hits both alike).
 
-    .venv/bin/python bench/browser_hands.py [--models DIR] [--backends wasm litert-wasm] [--frames 40] [--no-peer]
+    .venv/bin/python -m bench.browser_hands [--models DIR] [--backends wasm litert-wasm] [--frames 40] [--no-peer]
                                             [--out bench/results/browser_hands.json]
 """
 from __future__ import annotations
@@ -27,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _browser import ROOT, median, server_and_browser
-
+from bench._browser import ROOT, median, server_and_browser
 from bench._results import add_out_option, write_results
 from harness.browser import fake_camera_flags
 from harness.clips import write_y4m

@@ -31,14 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench._browser import FRAME_STAGES, LIVE_FPS, median, native_litert_ms, server_and_browser
+from bench._results import add_out_option, write_results
+from converters.scenes import dataset, train
+from harness.browser import RECORD_FRAMES, fake_camera_flags, wait_frames
+from harness.clips import write_y4m
 
-from bench._browser import FRAME_STAGES, LIVE_FPS, median, native_litert_ms, server_and_browser  # noqa: E402
-from bench._results import add_out_option, write_results  # noqa: E402
-from converters.scenes import dataset, train  # noqa: E402
-from harness.browser import RECORD_FRAMES, fake_camera_flags, wait_frames  # noqa: E402
-from harness.clips import write_y4m  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ultralytics-litert"
 TASKS = ("detect", "segment", "pose", "obb")

@@ -16,7 +16,7 @@ role: model replicas, ingress, HAProxy, Serve's proxy actor (it runs HAProxy), R
 processes; gunicorn's workers), which other load on the machine does not change the way it
 changes req/s.
 
-usage: .venv/bin/python bench/cluster.py [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
+usage: .venv/bin/python -m bench.cluster [--models DIR] [--seconds 12] [--rounds 2] [--runs 30] [--soak 60]
        [--out bench/results/cluster.json]
 Ports: HTTP 8433 (Serve) and 8434 (gunicorn), Ray 6394-6395 and 10600-10799.
 """

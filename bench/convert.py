@@ -4,7 +4,7 @@ Builds into a temporary folder (./models is not touched). Models whose weights c
 had offline are built with random weights (--weights none) and marked so: their time and
 size are the same as with real weights, only the numbers inside differ.
 
-    .venv/bin/python bench/convert.py [--models yolov5n efficientnet-lite0 ...]
+    .venv/bin/python -m bench.convert [--models yolov5n efficientnet-lite0 ...]
                                       [--quantize none float16 uint8] [--yolov5n-weights PATH]
                                       [--out bench/results/convert.json]
 """

@@ -10,7 +10,7 @@ each kind was cut (s after opening; a reader counts as cut once the server holds
 its connection), how many were still held at the end, the load's answers and errors, and the
 /healthz median under load.
 
-usage: .venv/bin/python bench/front.py [--against 8624696] [--models DIR] [--seconds 45]
+usage: .venv/bin/python -m bench.front [--against 8624696] [--models DIR] [--seconds 45]
        [--wait 80] [--out bench/results/front.json]
 --models must hold a yolov5n build (default ./models). --against starts that revision's
 server (its gunicorn.conf.py, from a git worktree) with this venv's gunicorn.

@@ -8,7 +8,7 @@ For each: size, LiteRT.js WASM ms in headless Chromium (the bytes are compiled i
 same input for all), native LiteRT ms at --threads, and the accuracy cost against fp32 on
 bus.jpg and zidane.jpg (detections kept, worst IoU and score change of the matched ones).
 
-    .venv/bin/python bench/litert_quantized.py [--weights ../shared/models/yolov5n.pt] [--runs 10]
+    .venv/bin/python -m bench.litert_quantized [--weights ../shared/models/yolov5n.pt] [--runs 10]
                                                [--out bench/results/litert_quantized.json]
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _browser import ROOT, median, native_litert_ms
 
+from bench._browser import ROOT, median, native_litert_ms
 from bench._results import add_out_option, write_results
 from harness.browser import launch
 from harness.servers import live_server

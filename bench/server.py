@@ -17,7 +17,7 @@ serving install (.venv-serve, requirements-serve.txt's LiteRT; --python picks an
    --clients clients, without and with batching (up to 4 runs an invoke), 1 worker, 4 model
    threads and the same LiteRT threads either way.
 
-usage: .venv/bin/python bench/server.py [--weights ../shared/models/yolov5n.pt] [--runs 30]
+usage: .venv/bin/python -m bench.server [--weights ../shared/models/yolov5n.pt] [--runs 30]
        [--threads 2] [--seconds 15] [--clients 8] [--models DIR] [--python .venv-serve/bin/python]
        [--out bench/results/server.json]
 The yolov5n model folder is taken from --models (default ./models) or built there.

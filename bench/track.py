@@ -186,7 +186,7 @@ def tracker_cost(objects: int = 50, frames: int = 200) -> dict:
         passes.append((time.perf_counter() - t0) * 1e3 / frames)
     python_ms = sorted(passes)[1]
     script = "import {createRequire} from 'node:module'; const require = createRequire(import.meta.url);\n" + \
-        JS_COST % json.dumps((ROOT / "static" / "js" / "track.js").as_uri())
+        JS_COST % json.dumps((ROOT / "static" / "js" / "contract" / "track.js").as_uri())
     proc = subprocess.run(["node", "--input-type=module", "-e", script], input=json.dumps({"frames": dets}),
                           capture_output=True, text=True, check=True, cwd=ROOT)
     return {"objects": objects, "frames": frames, "python_ms_per_frame": round(python_ms, 3),

@@ -97,7 +97,6 @@ def main(argv=None) -> int:
         folder = Path(tmp)
         os.environ.update({"YOLO_OFFLINE": "true", "YOLO_AUTOINSTALL": "false",
                            "YOLO_CONFIG_DIR": str(folder / "config")})
-        sys.path.insert(0, str(ROOT))
         import cv2
         import ultralytics
         from ultralytics import YOLO
