@@ -13,7 +13,8 @@ whole request and a client that reads its answer:
   an idle keep-alive connection closed after the same time;
 - the whole body, held by HAProxy before gunicorn sees it (``wait-for-body``: its buffer takes
   the largest upload), within DATARAILROAD_BODY_TIMEOUT: else 408;
-- a Content-Length over DATARAILROAD_MAX_UPLOAD_BYTES: 413 before the body is read;
+- a body over DATARAILROAD_MAX_UPLOAD_BYTES: 413, after reading it if it fits the buffer (the
+  client then reads the answer, not a reset mid-send), before reading it if it is far over;
 - a client that sends or takes no byte for DATARAILROAD_SEND_TIMEOUT is cut (``timeout
   client``), and its socket's unacknowledged answer dropped by the kernel then too
   (``tcp-ut``: a closed socket would otherwise keep probing a shut window for minutes);
@@ -41,7 +42,10 @@ from .settings import Settings, load
 ROOT = Path(__file__).resolve().parents[1]
 HEADERS_MAX = 32 << 10    # bytes of request headers (431 past it)
 URL_MAX = 8000            # bytes of a request line's URL (414 past it; gunicorn takes up to 8190)
-BODY_SLACK = 64 << 10     # HAProxy's buffer: the largest upload plus its headers and this
+# HAProxy's buffer holds the largest upload and this much more (headers, and a body somewhat over
+# the limit: read whole, then refused, so the client reads the 413 instead of a reset mid-send).
+BODY_SLACK = 1 << 20
+HOPELESS = BODY_SLACK // 2  # a Content-Length this far over the limit is refused before its body
 
 # HAProxy's own refusals, as the app words them (server/errors.py): status -> (reason, code, message).
 ERRORS = {
@@ -122,7 +126,7 @@ frontend web
 {errors}
     http-request {refuse(414)} if {{ url_len gt {URL_MAX} }}
     http-request {refuse(431)} if {{ req.hdrs,length gt {HEADERS_MAX} }}
-    http-request deny deny_status 413 if {{ req.hdr_val(content-length) gt {settings.max_upload_bytes} }}
+    http-request deny deny_status 413 if {{ req.hdr_val(content-length) gt {settings.max_upload_bytes + HOPELESS} }}
     http-request wait-for-body time {seconds(settings.body_timeout)}
     http-request deny deny_status 413 if {{ req.body_size gt {settings.max_upload_bytes} }}
     http-request set-header X-Forwarded-Proto {"https" if certificate else "http"}

@@ -183,8 +183,10 @@ def test_a_body_cut_short_never_reaches_the_app(served, name, data):
     ("headers too large", b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n", False, 431,
      "request_header_fields_too_large"),
     ("URL too long", b"GET /healthz?" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", False, 414, "uri_too_long"),
-    ("upload over the limit", b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\n"
-     b"Content-Length: %d\r\n\r\n" % (UPLOAD_LIMIT + 1), False, 413, "payload_too_large"),
+    ("upload far over the limit, refused before its body", b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\n"
+     b"Content-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n" % (2 * UPLOAD_LIMIT), False, 413, "payload_too_large"),
+    ("upload just over the limit, read whole", b"POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg"
+     b"\r\nContent-Length: %d\r\n\r\n" % (UPLOAD_LIMIT + 1) + b"a" * (UPLOAD_LIMIT + 1), False, 413, "payload_too_large"),
     ("chunked upload over the limit", CHUNKED + b"%x\r\n" % (UPLOAD_LIMIT + 10) + b"a" * (UPLOAD_LIMIT + 10)
      + b"\r\n0\r\n\r\n", False, 413, "payload_too_large"),
 ])

@@ -210,7 +210,7 @@ def test_the_front_takes_the_settings(tmp_path):
     config = front.haproxy_config(settings, tmp_path / "app.sock", tmp_path)
     for line in ("bind 127.0.0.1:8765 tcp-ut 7000ms", "maxconn 77", "timeout http-request 2500ms",
                  "timeout client 7000ms", "http-request wait-for-body time 60000ms",
-                 "tune.bufsize %d" % (1000 + front.BODY_SLACK), "req.hdr_val(content-length) gt 1000 }",
+                 "tune.bufsize %d" % (1000 + front.BODY_SLACK), "req.hdr_val(content-length) gt %d }" % (1000 + front.HOPELESS), "req.body_size gt 1000 }",
                  f"server app {tmp_path / 'app.sock'}"):
         assert line in config, line
     path = front.prepare(settings, tmp_path)

@@ -183,8 +183,8 @@ def send_in_thread(s: socket.socket, data: bytes) -> tuple[threading.Thread, lis
                  f"Content-Length: {256 * 1024}\r\n\r\n", 256 * 1024, 414, "uri_too_long",
                  id="24 KB request line and a body"),
     pytest.param("POST /api/v1/classify HTTP/1.1\r\nHost: x\r\nContent-Type: image/jpeg\r\nConnection: close\r\n"
-                 f"Content-Length: {UPLOAD_LIMIT + 2 ** 20}\r\n\r\n", UPLOAD_LIMIT + 2 ** 20, 413, "payload_too_large",
-                 id="upload over the limit, Connection: close"),
+                 f"Content-Length: {UPLOAD_LIMIT + 2 ** 18}\r\n\r\n", UPLOAD_LIMIT + 2 ** 18, 413, "payload_too_large",
+                 id="upload 256 KB over the limit, Connection: close"),
 ])
 def test_a_refused_request_is_answered_not_reset(served, head, body_size, status, code):
     s = connect(served)
