@@ -31,10 +31,12 @@ accesslog = "-"
 
 
 def post_worker_init(worker):
-    """Each worker loads every installed model (checks, interpreters, a first run) before it
-    takes a request: the first request is as fast as the next, and a worker answering at all
-    has its models ready. Models installed later load on their first request."""
-    from server import inference
+    """Each worker loads every installed model (checks, interpreters, a first run) and answers
+    one request per model itself before it takes a request: the first request is as fast as
+    the next, and a worker answering at all has its models ready. Models installed later load
+    on their first request."""
+    from server import api, inference
 
     loaded = inference.registry(worker.wsgi).preload()
+    api.warm_up(worker.wsgi, loaded)
     worker.log.info("Worker %s loaded %d model(s): %s", worker.pid, len(loaded), ", ".join(loaded) or "none")
