@@ -132,24 +132,22 @@ class ProductionServer:
             time.sleep(0.3)
         raise RuntimeError(f"the server did not start: {self.stop()}")
 
-    def gunicorn(self) -> int | None:
-        """The gunicorn master's pid (a child of the front)."""
+    def _child(self, program: bytes) -> int | None:
+        """The pid of the front's child whose command line names ``program``."""
         for pid in child_pids(self.proc.pid):
             try:
-                if b"gunicorn" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if program in Path(f"/proc/{pid}/cmdline").read_bytes():
                     return pid
             except OSError:
                 continue
         return None
 
+    def gunicorn(self) -> int | None:
+        """The gunicorn master's pid."""
+        return self._child(b"gunicorn")
+
     def haproxy(self) -> int | None:
-        for pid in child_pids(self.proc.pid):
-            try:
-                if b"haproxy" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    return pid
-            except OSError:
-                continue
-        return None
+        return self._child(b"haproxy")
 
     @property
     def url(self) -> str:
