@@ -27,7 +27,7 @@ from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.custom_gestures import GESTURE_SETS
 
 from . import cards, config, images, inference, limits, manifests, openapi, params
-from .errors import Problem, error_response
+from .errors import Problem, error_response, upload_too_large
 from .inference.track import track_video
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
@@ -96,8 +96,8 @@ def _too_large(exc):
                                    f"file may hold at most {request.max_form_memory_size} bytes and a form at most "
                                    f"{request.max_form_parts} parts (send the image as a file part: "
                                    f"filename=...)", "form_too_large")
-    return error_response(413, f"the upload is larger than the server's limit of {limit} bytes "
-                               "(DATARAILROAD_MAX_UPLOAD_BYTES)", "payload_too_large")
+    problem = upload_too_large(limit)
+    return error_response(problem.status, problem.message, problem.code)
 
 
 # ---------------------------------------------------------------------------- helpers

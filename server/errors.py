@@ -10,6 +10,8 @@ and ``init_app`` renders it wherever it is raised.
 """
 from __future__ import annotations
 
+import json
+
 from flask import Flask, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException, InternalServerError
 
@@ -42,10 +44,23 @@ class Problem(Exception):
         return _restore, (type(self), self.message, self.__dict__.copy())
 
 
+def error_json(code: str, message: str) -> dict:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_bytes(code: str, message: str) -> bytes:
+    """The JSON error body outside Flask (HAProxy's error files, the cluster's ASGI layer)."""
+    return json.dumps(error_json(code, message)).encode()
+
+
+def upload_too_large(limit: int) -> Problem:
+    return Problem(413, "payload_too_large", f"the upload is larger than the server's limit of {limit} bytes "
+                                             "(DATARAILROAD_MAX_UPLOAD_BYTES)")
+
+
 def error_response(status: int, message: str, code: str | None = None):
     """The JSON error answer (Flask's (response, status))."""
-    body = {"error": {"code": code or CODES.get(status, "error"), "message": message}}
-    return jsonify(body), status
+    return jsonify(error_json(code or CODES.get(status, "error"), message)), status
 
 
 def _wants_json() -> bool:

@@ -28,7 +28,6 @@ Serve's ingress runs on a cluster.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
@@ -37,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .errors import error_bytes
 from .settings import Settings, load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ ERRORFILE_STATUSES = {400, 403, 408, 413, 500, 502, 503, 504}
 
 def error_body(status: int) -> bytes:
     _, code, message = ERRORS[status]
-    return json.dumps({"error": {"code": code, "message": message}}).encode()
+    return error_bytes(code, message)
 
 
 def error_file(status: int) -> bytes:

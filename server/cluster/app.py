@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 from ray import serve
 
 from .. import config, create_app
-from ..errors import Problem
+from ..errors import Problem, error_bytes, upload_too_large
 from ..inference import RUNNERS, ModelUnavailable, Registry
 from ..settings import Settings, load
 from .remote import Unavailable, detach, remote_runners
@@ -38,7 +37,8 @@ DEFAULT_MODEL_CONFIG = {"threads": 1, "interpreters": 1, "max_batch_size": 4, "b
 
 def input_terminated(wsgi_app):
     """a2wsgi's wsgi.input ends where the ASGI body ends; saying so (as gunicorn does) lets
-    werkzeug read a chunked upload up to its limit (413 past it) instead of as empty."""
+    werkzeug read a chunked upload (its size was checked by bodies_read_first) instead of as
+    empty."""
     def app(environ, start_response):
         environ["wsgi.input_terminated"] = True
         return wsgi_app(environ, start_response)
@@ -64,7 +64,7 @@ class BodyBudget:
 
 async def send_problem(send, problem: Problem) -> None:
     """The API's JSON error, straight from the ASGI layer; the connection is closed after it."""
-    body = json.dumps({"error": {"code": problem.code, "message": problem.message}}).encode()
+    body = error_bytes(problem.code, problem.message)
     await send({"type": "http.response.start", "status": problem.status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"connection", b"close")]})
@@ -91,40 +91,38 @@ def bodies_read_first(asgi_app, settings: Settings):
             return await asgi_app(scope, receive, send)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + settings.body_timeout
-        chunks, size = [], 0
+        chunks, size, refusal = [], 0, None
         try:
-            while size <= max_bytes:
-                left = deadline - loop.time()
-                if left <= 0:
-                    raise TimeoutError("deadline")
-                message = await asyncio.wait_for(receive(), min(settings.idle_timeout, left))
-                if message["type"] != "http.request":
-                    budget.give_back(size)
-                    return  # the client left: nobody to answer
-                body = message.get("body", b"")
-                budget.take(len(body))
-                chunks.append(body)
-                size += len(body)
-                if not message.get("more_body"):
-                    break
-        except (TimeoutError, Problem) as exc:
-            budget.give_back(size)
-            await send_problem(send, exc if isinstance(exc, Problem) else Problem(408, "request_timeout", (
-                f"the request body was not received in time: the server waits at most {settings.idle_timeout:g} s "
-                f"between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and {settings.body_timeout:g} s for "
-                "a whole body (DATARAILROAD_BODY_TIMEOUT)")))
-            return
-        if size > max_bytes:  # a chunked body over the limit (werkzeug would cut it silently)
-            budget.give_back(size)
-            await send_problem(send, Problem(413, "payload_too_large", f"the upload is larger than the server's "
-                                             f"limit of {max_bytes} bytes (DATARAILROAD_MAX_UPLOAD_BYTES)"))
-            return
-        replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+            try:
+                while size <= max_bytes:
+                    left = deadline - loop.time()
+                    if left <= 0:
+                        raise TimeoutError("deadline")
+                    message = await asyncio.wait_for(receive(), min(settings.idle_timeout, left))
+                    if message["type"] != "http.request":
+                        return  # the client left: nobody to answer
+                    body = message.get("body", b"")
+                    budget.take(len(body))
+                    chunks.append(body)
+                    size += len(body)
+                    if not message.get("more_body"):
+                        break
+            except Problem as exc:
+                refusal = exc
+            except TimeoutError:
+                refusal = Problem(408, "request_timeout", (
+                    f"the request body was not received in time: the server waits at most {settings.idle_timeout:g} "
+                    f"s between two pieces of a body (DATARAILROAD_IDLE_TIMEOUT) and {settings.body_timeout:g} s for "
+                    "a whole body (DATARAILROAD_BODY_TIMEOUT)"))
+            if refusal is None and size > max_bytes:  # a chunked body over the limit (werkzeug would cut it silently)
+                refusal = upload_too_large(max_bytes)
+            if refusal is not None:
+                return await send_problem(send, refusal)
+            replay = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
 
-        async def replayed():
-            return replay.pop() if replay else await receive()
+            async def replayed():
+                return replay.pop() if replay else await receive()
 
-        try:
             await asgi_app(scope, replayed, send)
         finally:
             budget.give_back(size)
