@@ -3,7 +3,8 @@
 inputs our geometry prepared, which our decoders read. Runs in a child process: ultralytics
 reads its settings from the environment at import time.
 
-``answers(weights, images, imgsz, ...)`` -> one dict per image:
+``answers(weights, images, imgsz, ...)`` -> one dict per image (for an exported file, such as
+a .tflite, only predict()'s results):
   "raw": the head's outputs on our input ([1, 4+nc+extra, A]; and "prototypes" [1, mh, mw, nm]
          for segmentation; a classifier's probabilities [1, nc]), "transform" (our input ->
          source), and Ultralytics' results:
@@ -31,20 +32,20 @@ def _child(request_file: str) -> None:
     from ultralytics import YOLO
     from ultralytics.utils import ops
 
-    yolo = YOLO(request["weights"])
-    model = yolo.model.eval()
+    yolo = YOLO(request["weights"], task=request.get("task"))
     task = yolo.task
     found = []
     for image_path, input_path in zip(request["images"], request["inputs"]):
         entry = {"task": task}
-        with torch.no_grad():
-            y = model(torch.from_numpy(np.load(input_path)).permute(0, 3, 1, 2).contiguous())
-        first = y[0] if isinstance(y, (list, tuple)) else y
-        if task == "segment":
-            entry["raw"] = first[0].numpy()
-            entry["prototypes"] = first[1].permute(0, 2, 3, 1).numpy()
-        else:
-            entry["raw"] = (first[0] if isinstance(first, (list, tuple)) else first).numpy()
+        if input_path:   # a checkpoint: its raw head too
+            with torch.no_grad():
+                y = yolo.model.eval()(torch.from_numpy(np.load(input_path)).permute(0, 3, 1, 2).contiguous())
+            first = y[0] if isinstance(y, (list, tuple)) else y
+            if task == "segment":
+                entry["raw"] = first[0].numpy()
+                entry["prototypes"] = first[1].permute(0, 2, 3, 1).numpy()
+            else:
+                entry["raw"] = (first[0] if isinstance(first, (list, tuple)) else first).numpy()
         image = cv2.imread(image_path)
         result = yolo.predict(image, imgsz=request["imgsz"], conf=request["conf"], iou=request["iou"],
                               max_det=request["max_det"], agnostic_nms=request["agnostic"], rect=request["rect"],
@@ -89,7 +90,11 @@ def answers(weights: Path, images: list[Path], imgsz: int, conf: float = 0.25, i
             np.save(folder / f"input{i}.npy", x)
             inputs.append(str(folder / f"input{i}.npy"))
             transforms.append(transform)
+        exported = Path(weights).suffix != ".pt"   # an exported file: predict() alone, on its own size
+        if exported:
+            inputs = [None] * len(images)
         request = {"weights": str(weights), "images": [str(p) for p in images], "inputs": inputs, "imgsz": imgsz,
+                   "task": task if exported else None,
                    "conf": conf, "iou": iou, "max_det": max_det, "agnostic": agnostic, "rect": rect,
                    "out": str(folder / "answers.pkl")}
         (folder / "request.json").write_text(json.dumps(request))

@@ -22,6 +22,8 @@ def non_max_suppression(boxes: np.ndarray, scores: np.ndarray, max_output: int, 
         return np.zeros(0, dtype=np.int64)
     # score descending, ties by ascending index (stable sort of the negated scores)
     order = candidates[np.argsort(-scores[candidates].astype(np.float64), kind="stable")]
+    if iou_threshold >= 1:  # no suppression: the model's NMS ran inside it
+        return order[:max_output]
     y1 = np.minimum(boxes[:, 0], boxes[:, 2])
     x1 = np.minimum(boxes[:, 1], boxes[:, 3])
     y2 = np.maximum(boxes[:, 0], boxes[:, 2])

@@ -41,6 +41,8 @@ def fast_nms(boxes: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
     higher-scored one overlaps it >= ``iou``, whether that one was kept or not."""
     scores = np.asarray(scores, np.float32)
     order = np.argsort(-scores.astype(np.float64), kind="stable")
+    if iou >= 1:  # no suppression: the model's NMS ran inside it
+        return order
     overlaps = np.triu(probiou(np.asarray(boxes)[order]), 1)
     return order[~(overlaps >= iou).any(0)]
 

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from harness.browser import CHROMIUM, TASK_ROWS, open_page, open_ready, recorded_figures, screenshot, wait_frames
-from harness.paths import YOLOV5N_WEIGHTS
+from harness.paths import SHARED, YOLOV5N_WEIGHTS
 from harness.photos import photo_file
 from harness.servers import serving
 from harness.ultralytics_reference import corner_distance, mask_iou, match, polygons_mask
@@ -176,10 +176,13 @@ def test_a_file_the_page_cannot_run_gets_one_message_and_the_page_keeps_its_mode
                          "without Ultralytics metadata"),
         "depth.tflite": (with_metadata(segment, task="depth"), 'task "depth", which this app does not run'),
         "classifier.tflite": ((FIXTURES / "classify.tflite").read_bytes(), "open it on /classify"),
-        "yolo26.tflite": (with_metadata(segment, end2end=True), "export it without nms=False"),
+        "full_integer.tflite": ((SHARED / "fixtures" / "ultralytics-tflite" / "yolo11n_full_integer_quant.tflite").read_bytes(),
+                                "int8 tensors (a full-integer export)"),
         "best.pt": (b"PK\x03\x04 a pickled checkpoint", "PyTorch checkpoint"),
-        # metadata that reads well on a FlatBuffer cut short: the page tries it, then reopens its model
-        "broken.tflite": (segment[:4096] + segment[start:], "could not run in this browser"),
+        # metadata whose class names disagree with the head: the page tries it, then reopens its model
+        "wrong_names.tflite": (with_metadata(segment, names={"0": "only"}), "could not run in this browser"),
+        # metadata that reads well on a FlatBuffer cut short
+        "broken.tflite": (segment[:4096] + segment[start:], "could not be read as a TensorFlow Lite FlatBuffer"),
     }
     big = tmp_path / "huge.tflite"
     with open(big, "wb") as f:  # sparse: 401 MB of nothing

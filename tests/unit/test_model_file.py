@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from harness.node import js_url, run_node
-from harness.paths import JS
+from harness.paths import JS, SHARED
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ultralytics-litert"
+LEGACY = SHARED / "fixtures" / "ultralytics-tflite"   # Ultralytics 8.1-8.3 TensorFlow exports
 TASKS = ("detect", "segment", "pose", "obb", "classify")
 
 READ = """
@@ -113,14 +114,14 @@ def test_each_file_the_page_cannot_run_gets_its_message(tmp_path):
         "model.json": ("detect", "is not a TF.js graph model"),
         "group1-shard1of1.bin": ("detect", "part of a TF.js model"),
         "depth.tflite": ("detect", 'task "depth"'),
-        "e2e.tflite": ("detect", "without nms=False"),
+        "integer.tflite": ("detect", "int8 tensors (a full-integer export)"),
         "nonames.tflite": ("detect", "lacks class names"),
         "gray.tflite": ("detect", "wants 1 channels"),
         "nokpt.tflite": ("detect", "without a usable kpt_shape"),
         "segment.tflite": ("classify", "open it on /detect"),
     }
     rezipped(segment, tmp_path / "depth.tflite", zipfile.ZIP_DEFLATED, task="depth")
-    rezipped(segment, tmp_path / "e2e.tflite", zipfile.ZIP_DEFLATED, end2end=True)
+    (tmp_path / "integer.tflite").write_bytes((LEGACY / "yolo11n_full_integer_quant.tflite").read_bytes())
     rezipped(segment, tmp_path / "nonames.tflite", zipfile.ZIP_DEFLATED, names={})
     rezipped(segment, tmp_path / "gray.tflite", zipfile.ZIP_DEFLATED, channels=1)
     rezipped(FIXTURES / "pose.tflite", tmp_path / "nokpt.tflite", zipfile.ZIP_DEFLATED, kpt_shape=None)
@@ -164,3 +165,84 @@ def test_a_tfjs_folder_reads_from_its_metadata_yaml_and_wants_every_file(tmp_pat
                                               {"name": "Identity_1", "key": "prototypes", "role": "prototypes"}]
     assert "group1-shard2of2.bin: pick every file of the model's folder" in missing["error"]
     assert "no metadata.yaml beside model.json" in bare["error"]
+
+
+TENSORS = """
+const {tfliteTensors} = await import(%s);
+process.stdout.write(JSON.stringify(req.map((p) => {
+  const {inputs, outputs, types} = tfliteTensors(new Uint8Array(readFileSync(p)));
+  return {inputs, outputs, types: [...types].sort()};
+})));
+""" % js_url(JS / "runtime/tflite-file.js")
+
+
+def test_the_flatbuffers_tensors_read_as_litert_reads_them():
+    from ai_edge_litert.interpreter import Interpreter
+
+    paths = sorted(LEGACY.glob("*.tflite")) + [FIXTURES / "segment.tflite"]
+    for path, got in zip(paths, run_node(TENSORS, [str(p) for p in paths])):
+        interpreter = Interpreter(model_path=str(path))
+        for mine, theirs in [*zip(got["inputs"], interpreter.get_input_details()),
+                             *zip(got["outputs"], interpreter.get_output_details())]:
+            scale, zero_point = theirs["quantization"]
+            assert mine["shape"] == theirs["shape"].tolist() and mine["dtype"] == theirs["dtype"].__name__, path
+            assert (mine["scale"] or 0.0) == pytest.approx(scale) and (mine["zeroPoint"] or 0) == zero_point, path
+        assert len(got["inputs"]) == len(interpreter.get_input_details())
+        assert len(got["outputs"]) == len(interpreter.get_output_details())
+        assert ("int8" in got["types"]) == any(w in path.name for w in ("int8", "integer")), (path, got["types"])
+
+
+def test_legacy_files_read_their_python_repr_metadata_as_ultralytics_does():
+    """8.1-8.3 wrote Python's repr of the metadata (temp_meta.txt): read as ast.literal_eval
+    reads it, with NHWC input and (8.1's yolov8n) no channels key."""
+    import ast
+
+    names = ["yolov8n_int8_320.tflite", "yolo11n-seg_int8_320.tflite"]
+    got = read([{"path": LEGACY / n, "name": n, "page": "detect"} for n in names])
+    for name, result in zip(names, got):
+        data = (LEGACY / name).read_bytes()
+        text = zipfile.ZipFile(io.BytesIO(data[data.rfind(b"PK\x03\x04"):])).read("temp_meta.txt").decode()
+        want = ast.literal_eval(text)
+        assert result["metadata"] == json.loads(json.dumps(want)), name
+        manifest = result["manifest"]
+        assert manifest["tflite_io"]["layout"] == "NHWC" and manifest["quantization"] == "int8"
+        assert manifest["input"]["shape"] == [1, 320, 320, 3] and manifest["nms"]["where"] == "page"
+        assert "TensorFlow Lite (onnx2tf export, NHWC input), int8 weights" == manifest["user"]["format"]
+
+
+def test_a_file_with_nms_inside_is_read_as_detections_after_nms(tmp_path):
+    """nms=True in the export's arguments, or end2end (YOLO26's NMS-free head): its outputs are
+    detections after NMS, and the page runs no NMS of its own on them."""
+    nms = rezipped(FIXTURES / "pose.tflite", tmp_path / "nms.tflite", zipfile.ZIP_DEFLATED,
+                   args={"nms": True, "batch": 1})
+    e2e = rezipped(FIXTURES / "detect.tflite", tmp_path / "e2e.tflite", zipfile.ZIP_DEFLATED, end2end=True)
+    got = read([{"path": p, "name": p.name, "page": "detect"} for p in (nms, e2e, FIXTURES / "detect.tflite")])
+    for result in got[:2]:
+        assert result["manifest"]["tflite_io"]["end2end"] is True and result["manifest"]["nms"]["where"] == "model"
+    assert got[0]["manifest"]["user"]["format"].endswith("NMS inside")
+    assert got[1]["manifest"]["user"]["format"].endswith("NMS-free head")
+    assert got[2]["manifest"]["tflite_io"] == {"layout": "NCHW", "weights": "float32", "end2end": False,
+                                                 **{k: got[2]["manifest"]["tflite_io"][k] for k in ("input", "outputs")}}
+    assert got[2]["manifest"]["nms"]["where"] == "page"
+
+
+PYTHON_LITERALS = [
+    "{'a': 1, 'b': [1, 2.5, -3e-2], 'c': (1, 2), 'd': {0: 'x', 1: \"it's\"}, 'e': True, 'f': None, 'g': False}",
+    "{'path': 'C:\\\\data\\\\coco.yaml', 'tab': 'a\\tb', 'u': 'caf\\xe9 \\u2603'}",
+    "[]",
+]
+
+
+def test_python_literals_read_as_ast_literal_eval_reads_them():
+    import ast
+
+    script = """
+    const {pythonLiteral} = await import(%s);
+    const out = req.map((text) => { try { return pythonLiteral(text); } catch (e) { return {error: e.message}; } });
+    process.stdout.write(JSON.stringify(out));
+    """ % js_url(JS / "runtime/tflite-file.js")
+    bad = ["{'a': 1", "{'a' 1}", "{'a': print(1)}", "{'a': 1} extra"]
+    got = run_node(script, PYTHON_LITERALS + bad)
+    for text, value in zip(PYTHON_LITERALS, got):
+        assert value == json.loads(json.dumps(ast.literal_eval(text))), text
+    assert all("error" in value for value in got[len(PYTHON_LITERALS):]), got

@@ -57,6 +57,12 @@ function classMask(options, numClasses) {
   return mask;
 }
 
+// The indices of the scores above `score`, best first (ties by index), at most maxDet.
+function topScores(scores, score, maxDet) {
+  const above = Array.from(scores.keys()).filter((i) => scores[i] > score);
+  return above.sort((i, j) => scores[j] - scores[i] || i - j).slice(0, maxDet);
+}
+
 // [1, 4+nc+extra, A] -> the anchors NMS keeps (per class unless the manifest says agnostic):
 // {kept, columns (the head as a [4+nc+extra, A] tensor, for keptRows to gather from; the
 // caller disposes it), boxes (x1,y1,x2,y2 per anchor), best, bestClass}. Only the boxes and
@@ -82,9 +88,13 @@ async function rawCandidates(manifest, head, nc, options) {
   });
   let kept;
   try {
-    kept = await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet, options.iou, options.score);
-    const [k, b, s, c] = await Promise.all([kept.data(), boxes.data(), best.data(), bestClass.data()]);
-    return {kept: Array.from(k), columns, boxes: b, best: s, bestClass: c};
+    // An IoU threshold of 1: no suppression (a model whose NMS ran inside it). TF.js's NMS
+    // would still drop identical boxes (it suppresses at IoU >= the threshold).
+    kept = options.iou >= 1 ? null
+      : await tf.image.nonMaxSuppressionAsync(nmsBoxes, best, options.maxDet, options.iou, options.score);
+    const [b, s, c] = await Promise.all([boxes.data(), best.data(), bestClass.data()]);
+    const order = kept ? Array.from(await kept.data()) : topScores(s, options.score, options.maxDet);
+    return {kept: order, columns, boxes: b, best: s, bestClass: c};
   } catch (error) {
     columns.dispose();
     throw error;

@@ -30,6 +30,7 @@ export function probiou(p, q) {
 // Indices kept, by score descending (equal scores by index).
 export function fastNms(boxes, scores, iou) {
   const order = Array.from(scores.keys()).sort((i, j) => scores[j] - scores[i] || i - j);
+  if (iou >= 1) return order;   // no suppression: the model's NMS ran inside it
   return order.filter((i, rank) => !order.slice(0, rank).some((j) => probiou(boxes[j], boxes[i]) >= iou));
 }
 

@@ -70,7 +70,8 @@ function options() {
   const selected = Array.from($('class-filter').selectedOptions).map((o) => Number(o.value));
   return {
     score: Number($('score').value),
-    iou: Number($('iou').value),
+    // NMS ran in the model (a file exported with it, or an NMS-free head): none on top.
+    iou: $('iou').dataset.inModel ? 1 : Number($('iou').value),
     maxDet: Math.max(1, Number($('max-det').value) || Number($('max-det').defaultValue)),
     classes: new Set(selected),
   };
@@ -195,14 +196,17 @@ function fillClassFilter(labels) {
 }
 
 // Sliders start at the manifest's thresholds; an in-graph NMS has its IoU baked in and
-// never returns scores below its floor.
+// never returns scores below its floor. A file whose NMS ran inside it (where: 'model')
+// gets no second NMS, as predict() gives it none.
 function applyNmsDefaults(manifest) {
   const nms = manifest.nms || {};
   const inGraph = manifest.outputs.format === 'nms';
-  $('iou').disabled = inGraph;
+  const inModel = nms.where === 'model';
+  $('iou').disabled = inGraph || inModel;
+  $('iou').dataset.inModel = inModel ? '1' : '';
   if (nms.iou != null) {
     $('iou').value = nms.iou;
-    $('iou-value').textContent = inGraph ? `${nms.iou} (in model)` : String(nms.iou);
+    $('iou-value').textContent = inModel ? 'in the model' : inGraph ? `${nms.iou} (in model)` : String(nms.iou);
   }
   $('score').min = inGraph && nms.score != null ? nms.score : 0.05;
 }

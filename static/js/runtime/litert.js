@@ -167,7 +167,8 @@ export class LiteRtGraph {
       for (let i = 0; i < this.inputs.length; i++) {
         const x = given[i];
         const data = await x.data();
-        const tensor = new lib.Tensor(this.inputs[i].dtype === 'int32' ? Int32Array.from(data) : data, x.shape);
+        const typed = {int32: Int32Array, uint8: Uint8Array}[this.inputs[i].dtype];
+        const tensor = new lib.Tensor(typed ? typed.from(data) : data, x.shape);
         live.tensors += 1;
         made.push(tensor);
         named[this.inputs[i].name] = tensor;

@@ -6,6 +6,9 @@
 // input size, keypoint shape) becomes a manifest like the converter's, so the pages run it with
 // their own decode, answer check and tracking.
 import TWINS from '../contract/twins.json' with {type: 'json'};
+import {ModelFileError, isTflite, pythonLiteral, tfliteMetadata, tfliteTensors} from './tflite-file.js';
+
+export {ModelFileError};
 
 export const MAX_MODEL_BYTES = 400 * 1024 * 1024;   // beyond this, LiteRT.js's WASM heap gives out
 export const PAGE_TASKS = {detect: ['detect', 'segment', 'pose', 'obb'], classify: ['classify']};
@@ -14,69 +17,10 @@ const PAGE_OF = {detect: '/detect', segment: '/detect', pose: '/detect', obb: '/
 const NMS = {iou: 0.7, score: 0.25, max_det: 100, agnostic: false};   // Ultralytics' predict defaults
 const EXPORT_HINT = 'export it with `yolo export model=best.pt format=litert` (Ultralytics 8.4.83 or later)';
 
-// What the visitor is told, as is (the page keeps its model).
-export class ModelFileError extends Error {}
-
 // Files the model drop takes rather than the image / video input: a .tflite (or a checkpoint,
 // to say why not), or a TF.js folder's files.
 export function areModelFiles(files) {
   return files.some((f) => /\.(tflite|pt|pth)$/i.test(f.name || '') || f.name === 'model.json');
-}
-
-const u16 = (b, at) => b[at] | (b[at + 1] << 8);
-const u32 = (b, at) => (b[at] | (b[at + 1] << 8) | (b[at + 2] << 16) | (b[at + 3] << 24)) >>> 0;
-
-// A FlatBuffer with TensorFlow Lite's file identifier ("TFL3" at bytes 4-7).
-export function isTflite(bytes) {
-  return bytes.length > 8 && String.fromCharCode(...bytes.subarray(4, 8)) === 'TFL3';
-}
-
-// The entries of a zip at the end of `bytes`: {name: {method, data}} (data still compressed).
-// Offsets in an appended zip count from the zip's own start, found from the end record.
-export function zipEntries(bytes) {
-  const last = bytes.length - 22;
-  let end = -1;
-  for (let i = last; i >= Math.max(0, last - 0xffff); i--) {
-    if (u32(bytes, i) === 0x06054b50) {
-      end = i;
-      break;
-    }
-  }
-  if (end < 0) return {};
-  const count = u16(bytes, end + 10);
-  const size = u32(bytes, end + 12);
-  const base = end - size - u32(bytes, end + 16);   // where the zip starts in `bytes`
-  const entries = {};
-  let at = end - size;
-  for (let n = 0; n < count && at >= 0 && u32(bytes, at) === 0x02014b50; n++) {
-    const nameLength = u16(bytes, at + 28);
-    const name = new TextDecoder().decode(bytes.subarray(at + 46, at + 46 + nameLength));
-    const local = base + u32(bytes, at + 42);
-    if (local < 0 || u32(bytes, local) !== 0x04034b50) break;
-    const start = local + 30 + u16(bytes, local + 26) + u16(bytes, local + 28);
-    entries[name] = {method: u16(bytes, at + 10), data: bytes.subarray(start, start + u32(bytes, at + 20))};
-    at += 46 + nameLength + u16(bytes, at + 30) + u16(bytes, at + 32);
-  }
-  return entries;
-}
-
-async function inflate(entry) {
-  if (entry.method === 0) return new TextDecoder().decode(entry.data);
-  if (entry.method !== 8) throw new ModelFileError(`its metadata is compressed with zip method ${entry.method}, which the page cannot read`);
-  const stream = new Blob([entry.data]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
-  return new Response(stream).text();
-}
-
-// The Ultralytics metadata of a .tflite, or null when it has none.
-export async function tfliteMetadata(bytes) {
-  const entry = zipEntries(bytes)['metadata.json'];
-  if (!entry) return null;
-  try {
-    return JSON.parse(await inflate(entry));
-  } catch (err) {
-    if (err instanceof ModelFileError) throw err;
-    throw new ModelFileError(`its metadata.json could not be read (${err.message})`);
-  }
 }
 
 // metadata.names ({"0": "person", ...} or a list) -> labels in class order.
@@ -89,9 +33,24 @@ function labelsOf(names) {
   return labels;
 }
 
+// Ultralytics' reader turns these fields from text when a metadata form kept them as text.
+function parsedFields(metadata) {
+  const out = {...metadata};
+  for (const key of ['imgsz', 'names', 'kpt_shape', 'args', 'end2end', 'channels']) {
+    if (typeof out[key] !== 'string') continue;
+    try {
+      out[key] = pythonLiteral(out[key]);
+    } catch { /* left as it is: readMetadata says what is missing */ }
+  }
+  return out;
+}
+
 // The task, class names, input size and keypoint shape from Ultralytics' metadata, or the one
-// reason the page can't run the model: {task, labels, imgsz: [h, w], kptShape}.
-function readMetadata(name, metadata, pageTask) {
+// reason the page can't run the model: {task, labels, imgsz: [h, w], kptShape, end2end}.
+// end2end: the outputs are detections after NMS ([1, N, 6 + extras]), from a model exported
+// with nms=True or an NMS-free head (YOLO26), as Ultralytics' own reader decides.
+function readMetadata(name, given, pageTask) {
+  const metadata = parsedFields(given);
   const task = metadata.task;
   if (!FORMATS[task]) {
     throw new ModelFileError(`${name} is a model of task "${task}", which this app does not run (it runs ${Object.keys(FORMATS).join(', ')}).`);
@@ -99,19 +58,50 @@ function readMetadata(name, metadata, pageTask) {
   if (!PAGE_TASKS[pageTask].includes(task)) {
     throw new ModelFileError(`${name} is a ${task} model: open it on ${PAGE_OF[task]}.`);
   }
-  if (metadata.end2end) {
-    throw new ModelFileError(`${name} has an end-to-end (NMS-free) head, whose output the page does not read yet: export it without nms=False (the default, nms=None, gives the raw head).`);
-  }
   const labels = labelsOf(metadata.names);
   const imgsz = Array.isArray(metadata.imgsz) ? metadata.imgsz.map(Number) : [Number(metadata.imgsz), Number(metadata.imgsz)];
-  if (!labels || !(imgsz[0] > 0 && imgsz[1] > 0) || (metadata.channels ?? 3) !== 3) {
+  if (!labels || !(imgsz[0] > 0 && imgsz[1] > 0) || Number(metadata.channels ?? 3) !== 3) {
     throw new ModelFileError(`${name}'s metadata lacks class names or an input size (or wants ${metadata.channels} channels): ${EXPORT_HINT}.`);
   }
   const kptShape = task === 'pose' ? (metadata.kpt_shape || []).map(Number) : null;
   if (kptShape && !(kptShape.length === 2 && kptShape[0] > 0 && [2, 3].includes(kptShape[1]))) {
     throw new ModelFileError(`${name} is a pose model without a usable kpt_shape in its metadata.`);
   }
-  return {task, labels, imgsz, kptShape};
+  const end2end = task !== 'classify' && Boolean(metadata.end2end || (metadata.args || {}).nms);
+  return {task, labels, imgsz, kptShape, end2end};
+}
+
+// LiteRT.js (2.5) feeds and reads float32, int32 and uint8 tensors only.
+const RUNNABLE = ['float32', 'uint8'];
+
+// How a .tflite is laid out, from its tensors, or the one reason the page can't feed it:
+// {layout: 'NHWC' (TensorFlow / onnx2tf exports) | 'NCHW' (LiteRT export), input, outputs
+// (each {shape, dtype, scale, zeroPoint}), weights: 'int8' | 'float16' | 'float32'}.
+function readTensors(name, bytes, imgsz) {
+  let read;
+  try {
+    read = tfliteTensors(bytes);
+  } catch (err) {
+    throw new ModelFileError(`${name} ${err.message}.`);
+  }
+  const {inputs, outputs, types} = read;
+  const [h, w] = imgsz;
+  const [input] = inputs;
+  if (inputs.length !== 1) throw new ModelFileError(`${name} takes ${inputs.length} inputs; an Ultralytics model takes one image.`);
+  const integer = [input, ...outputs].find((t) => !RUNNABLE.includes(t.dtype));
+  if (integer) {
+    throw new ModelFileError(`${name} ${integer === input ? 'takes' : 'gives'} ${integer.dtype} tensors (a full-integer export), which LiteRT.js in the browser cannot ${integer === input ? 'feed' : 'read'} (it takes float32 and uint8): export it with int8=True and the default float input and output (\`yolo export model=best.pt format=litert int8=True\`), or run this file with Ultralytics' predict().`);
+  }
+  const shape = input.shape.join();
+  const layout = shape === [1, h, w, 3].join() ? 'NHWC' : shape === [1, 3, h, w].join() ? 'NCHW' : null;
+  if (!layout) {
+    throw new ModelFileError(`${name}'s input is [${input.shape}], not the [1, ${h}, ${w}, 3] (or [1, 3, ${h}, ${w}]) its metadata's image size says.`);
+  }
+  if (input.dtype === 'uint8' && !(input.scale > 0)) {
+    throw new ModelFileError(`${name} takes uint8 input without a quantization scale, so the page cannot tell how to feed it.`);
+  }
+  const weights = types.has('int8') ? 'int8' : types.has('float16') ? 'float16' : 'float32';
+  return {layout, input, outputs, weights};
 }
 
 function tooLarge(name, bytes) {
@@ -141,8 +131,9 @@ export async function readModelFiles(files, pageTask) {
   if (!metadata) {
     throw new ModelFileError(`${name} is a .tflite without Ultralytics metadata (task, class names, input size), so the page cannot tell how to read its outputs: ${EXPORT_HINT}.`);
   }
-  return {kind: 'tflite', name, files: [file], data: bytes, bytes: bytes.length, metadata,
-          ...readMetadata(name, metadata, pageTask)};
+  const read = readMetadata(name, metadata, pageTask);
+  return {kind: 'tflite', name, files: [file], data: bytes, bytes: bytes.length, metadata, ...read,
+          tensors: readTensors(name, bytes, read.imgsz)};
 }
 
 // A TF.js graph model's output names from its model.json signature.
@@ -185,6 +176,9 @@ async function readTfjsFolder(files, pageTask) {
   if (!metadata || typeof metadata !== 'object') throw new ModelFileError(`${metaFile.name} holds no metadata.`);
   const name = `${metadata.description ? 'TF.js folder' : 'model.json'}`;
   const read = readMetadata('This TF.js model', metadata, pageTask);
+  if (read.end2end) {
+    throw new ModelFileError('This TF.js model was exported with NMS inside (nms=True), whose TF.js graph needs ops the page does not run: export it without nms, or as a .tflite.');
+  }
   const ordered = [byName.get('model.json'), ...shards.map((p) => byName.get(p)), metaFile];
   return {kind: 'tfjs', name, files: ordered, bytes, metadata, outputs: signatureOutputs(graph), ...read};
 }
@@ -197,6 +191,16 @@ function tfjsTensors(model) {
   const roles = model.task === 'classify' ? ['probabilities', 'features'] : ['head', 'prototypes'];
   const byName = (a, b) => a.name.localeCompare(b.name, 'en', {numeric: true});
   return [...model.outputs].sort(byName).slice(0, 2).map((o, i) => ({name: o.name, key: roles[i], role: roles[i]}));
+}
+
+// What kind of file it is, in words for the model card.
+function formatOf(model, io) {
+  if (!io) return "Ultralytics' TF.js export";
+  const kind = io.layout === 'NHWC' ? 'TensorFlow Lite (onnx2tf export, NHWC input)' : 'LiteRT export (NCHW input)';
+  const weights = {int8: 'int8 weights', float16: 'float16 weights', float32: 'float32'}[io.weights];
+  const quantized = io.input && io.input.dtype === 'uint8' ? ', uint8 input and output' : '';
+  const nms = !model.end2end ? '' : (parsedFields(model.metadata).args || {}).nms ? ', NMS inside' : ', NMS-free head';
+  return `${kind}, ${weights}${quantized}${nms}`;
 }
 
 // A model the visitor gave (readModelFiles', kept by user-models.js) -> the manifest the pages
@@ -217,19 +221,23 @@ export function userManifest(model, {id, url, files, added}) {
        ...(task === 'segment' ? [{name: 'prototypes', key: 'prototypes', role: 'prototypes'}] : [])];
   const title = String(metadata.description || model.name).replace(/^Ultralytics /, '').replace(/ model trained on .*$/, '');
   const given = tflite ? `file ${model.name}` : 'TF.js model';
+  // Kept records from before the tensors were read are LiteRT exports (nothing else opened).
+  const io = tflite ? model.tensors || {layout: 'NCHW', weights: 'float32'} : null;
   return {
     id, title: `${title} (your ${given})`, task: classify ? 'classify' : 'detect', ultralytics_task: task,
-    created: new Date(added).toISOString(), quantization: 'none',
+    created: new Date(added).toISOString(), quantization: io && io.weights !== 'float32' ? io.weights : 'none',
     input: {shape: [1, h, w, 3], layout: 'NHWC', dtype: 'float32', color: 'RGB', range: [0, 1],
             resize: classify ? 'center-crop' : 'letterbox', ...(classify ? {crop_fraction: 1} : {pad_value: 114}),
             scale: 1 / 255, mean: [0, 0, 0], std: [1, 1, 1]},
     outputs: {format: FORMATS[task], tensors, execute: 'execute'},
-    ...(classify ? {} : {nms: {...NMS, where: 'page'}}),
+    ...(classify ? {} : {nms: {...NMS, where: model.end2end ? 'model' : 'page'}}),
     ...(kptShape ? {kpt_shape: kptShape} : {}),
+    ...(io ? {tflite_io: {...io, end2end: Boolean(model.end2end)}} : {}),
     labels,
     ...(tflite ? {litert: {model: {url, bytes: model.bytes}}, graph: 'ultralytics-litert', answer_reference: 'litert-wasm'}
       : {tfjs: {model: 'model.json'}, tfjsFiles: files, answer_reference: 'wasm'}),
     tolerance: TWINS.answers.tolerance.none,
-    user: {file: tflite ? model.name : files.map((f) => f.name).join(', '), bytes: model.bytes, metadata},
+    user: {file: tflite ? model.name : files.map((f) => f.name).join(', '), bytes: model.bytes, metadata,
+           format: formatOf(model, io)},
   };
 }

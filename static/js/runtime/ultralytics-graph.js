@@ -1,8 +1,13 @@
-// An Ultralytics LiteRT .tflite in the converter's layout. Ultralytics' export (format=litert
-// or tflite) takes an NCHW input and gives the boxes (and pose keypoints) as fractions of the
-// input size and segmentation prototypes as NCHW; the converter's graphs take NHWC and give
-// input pixels and NHWC prototypes, which decode.js reads. This wrapper moves between the two
-// around LiteRtGraph (litert.js), so one decode serves both.
+// An Ultralytics .tflite in the converter's layout. Ultralytics' LiteRT export (format=litert
+// or tflite, 8.4.83 on) takes an NCHW input and gives the boxes (and pose keypoints) as
+// fractions of the input size and segmentation prototypes as NCHW; its older TensorFlow export
+// (onnx2tf, what years of .tflite files are) takes NHWC and gives NHWC prototypes, weights
+// often int8. Either, exported with nms=True (or an NMS-free head), gives detections after NMS
+// instead of the head: [1, N, 6 + extras], x1, y1, x2, y2 (OBB: cx, cy, w, h), score, class,
+// then the task's extras. The converter's graphs take NHWC and give the raw head in input
+// pixels and NHWC prototypes, which decode.js reads. This wrapper moves between them around
+// LiteRtGraph (litert.js), so one decode (and one NMS) serves every file. It mirrors
+// Ultralytics' own LiteRT backend (ultralytics/nn/backends/litert.py).
 
 const tf = globalThis.tf;
 
@@ -21,22 +26,49 @@ export function headScale(rows, [height, width], nc, kptShape) {
   return scale;
 }
 
+// The same for detections after NMS: x1, y1, x2, y2, score, class, then keypoints.
+export function detectionScale(columns, [height, width], kptShape) {
+  const scale = new Float32Array(columns).fill(1);
+  scale.set([width, height, width, height]);
+  if (kptShape) {
+    const [k, d] = kptShape;
+    for (let i = 0; i < k; i++) {
+      scale[6 + i * d] = width;
+      scale[6 + i * d + 1] = height;
+    }
+  }
+  return scale;
+}
+
+// The task's values per detection after the box and class scores: mask coefficients (as many
+// as the prototypes have channels), keypoint values, or the OBB's angle.
+function extrasOf(task, kptShape, maskCoefficients) {
+  return {segment: maskCoefficients, pose: kptShape ? kptShape[0] * kptShape[1] : 0, obb: 1}[task] || 0;
+}
+
 export class UltralyticsGraph {
-  // graph: a LiteRtGraph of the file; manifest: model-file.js userManifest's.
+  // graph: a LiteRtGraph of the file; manifest: model-file.js userManifest's (its tflite_io
+  // says the file's layout; an installed model's is the LiteRT export's).
   constructor(graph, manifest) {
     this.graph = graph;
     this.runtime = graph.runtime;
     this.accelerator = graph.accelerator;
-    this.classify = manifest.ultralytics_task === 'classify';
+    this.task = manifest.ultralytics_task;
+    this.classify = this.task === 'classify';
     const [, height, width] = manifest.input.shape;
     this.size = [height, width];
     this.nc = manifest.labels.length;
     this.kptShape = manifest.kpt_shape || null;
+    const io = manifest.tflite_io || {layout: 'NCHW'};
+    this.nhwc = io.layout === 'NHWC';
+    this.end2end = Boolean(io.end2end);
+    this.inputQuantization = io.input && io.input.dtype === 'uint8' ? io.input : null;
+    this.outputQuantization = (io.outputs || []).filter((o) => o.dtype === 'uint8');
     // An installed classifier's two outputs (probabilities, features), told apart by shape.
     this.shapeOf = Object.fromEntries(((manifest.outputs || {}).tensors || []).filter((t) => t.shape).map((t) => [t.name, t.shape.join()]));
     this.inputs = [{name: 'x', shape: manifest.input.shape, dtype: 'float32'}];
     this.graphInput = graph.inputs[0];
-    const expected = [1, 3, height, width];
+    const expected = this.nhwc ? [1, height, width, 3] : [1, 3, height, width];
     if (this.graphInput.shape.join() !== expected.join()) {
       throw new Error(`its input is [${this.graphInput.shape}], not the [${expected}] its metadata says`);
     }
@@ -46,18 +78,31 @@ export class UltralyticsGraph {
   // classifier's in the order of `outputNames` (a dropped file's one output as it is).
   async predict(feed, outputNames) {
     const x = feed instanceof tf.Tensor ? feed : Array.isArray(feed) ? feed[0] : Object.values(feed)[0];
-    const nchw = tf.transpose(x, [0, 3, 1, 2]);
+    const fed = tf.tidy(() => {
+      const laid = this.nhwc ? x : tf.transpose(x, [0, 3, 1, 2]);
+      const q = this.inputQuantization;
+      return q ? laid.div(q.scale).add(q.zeroPoint).round().clipByValue(0, 255).cast('int32') : laid;
+    });
     let outputs;
     try {
-      outputs = await this.graph.predict(nchw);
+      outputs = await this.graph.predict(fed);
     } finally {
-      nchw.dispose();
+      if (fed !== x) fed.dispose();
     }
     try {
-      return tf.tidy(() => this.classify ? this.classifierOutputs(outputs, outputNames) : this.detectorOutputs(outputs));
+      return tf.tidy(() => {
+        const real = outputs.map((t) => this.dequantized(t));
+        return this.classify ? this.classifierOutputs(real, outputNames) : this.detectorOutputs(real);
+      });
     } finally {
       tf.dispose(outputs);
     }
+  }
+
+  // A uint8 output (a quantized file's) as the real values its scale and zero point say.
+  dequantized(t) {
+    const q = this.outputQuantization.find((o) => o.shape.join() === t.shape.join());
+    return q ? t.toFloat().sub(q.zeroPoint).mul(q.scale) : t;
   }
 
   classifierOutputs(outputs, names) {
@@ -69,15 +114,48 @@ export class UltralyticsGraph {
     });
   }
 
-  // [head [1, C, A], prototypes [1, nm, mh, mw]?] in any order -> [head in pixels, prototypes NHWC].
+  // [head, prototypes?] in any order -> [head [1, 4 + nc + extras, A] in pixels, prototypes NHWC].
   detectorOutputs(outputs) {
     const head = outputs.find((t) => t.rank === 3);
     if (!head) throw new Error(`the model gives no [1, rows, anchors] head (it gives ${outputs.map((t) => `[${t.shape}]`).join(', ')})`);
-    const scale = headScale(head.shape[1], this.size, this.nc, this.kptShape);
-    const out = [head.mul(tf.tensor3d(scale, [1, scale.length, 1]))];
     const prototypes = outputs.find((t) => t.rank === 4);
-    if (prototypes) out.push(prototypes.transpose([0, 2, 3, 1]));
+    const extras = extrasOf(this.task, this.kptShape, prototypes ? prototypes.shape[this.nhwc ? 3 : 1] : 0);
+    const out = [this.end2end ? this.headOfDetections(head, extras) : this.headInPixels(head, extras)];
+    if (prototypes) out.push(this.nhwc ? prototypes.clone() : prototypes.transpose([0, 2, 3, 1]));
     return out;
+  }
+
+  // The raw head, [1, rows, A] or (some exports) [1, A, rows], as fractions of the input.
+  headInPixels(head, extras) {
+    const rows = 4 + this.nc + extras;
+    const [, a, b] = head.shape;
+    if (a !== rows && b !== rows) throw new Error(`the model's head is [${head.shape}], not the ${rows} rows its metadata's task and classes make`);
+    const columns = a === rows ? head : head.transpose([0, 2, 1]);
+    const scale = headScale(rows, this.size, this.nc, this.kptShape);
+    return columns.mul(tf.tensor3d(scale, [1, rows, 1]));
+  }
+
+  // Detections after NMS [1, N, 6 + extras] -> the raw head's layout, each detection an anchor
+  // whose one class scores its score: the page's decode, NMS and tracking then serve it as
+  // they serve the head (NMS keeps what NMS kept). The TensorFlow export gives them as
+  // fractions of the input, the LiteRT export in pixels.
+  headOfDetections(head, extras) {
+    const columns = 6 + extras;
+    if (head.shape[2] !== columns) throw new Error(`the model gives [${head.shape}], not the [1, N, ${columns}] detections after NMS its metadata says`);
+    const scale = detectionScale(columns, this.size, this.kptShape);
+    const rows = (this.nhwc ? head.mul(tf.tensor3d(scale, [1, 1, columns])) : head).squeeze([0]);
+    const box = rows.slice([0, 0], [-1, 4]);
+    let xywh = box;
+    if (this.task !== 'obb') {   // x1, y1, x2, y2 -> cx, cy, w, h (OBB gives cx, cy, w, h)
+      const [x1, y1, x2, y2] = tf.split(box, 4, 1);
+      xywh = tf.concat([x1.add(x2).div(2), y1.add(y2).div(2), x2.sub(x1), y2.sub(y1)], 1);
+    }
+    // One-hot by comparison: tf.oneHot wants at least two classes.
+    const classes = rows.slice([0, 5], [-1, 1]).round().toInt();
+    const scores = tf.equal(classes, tf.range(0, this.nc, 1, 'int32').expandDims(0)).toFloat()
+      .mul(rows.slice([0, 4], [-1, 1]));
+    const parts = [xywh, scores, ...(extras ? [rows.slice([0, 6], [-1, extras])] : [])];
+    return tf.concat(parts, 1).transpose().expandDims(0);
   }
 
   dispose() {

@@ -89,6 +89,7 @@ function userRows(card) {
     ['Source', el('dd', {}, `your file ${file} · ${megabytes(bytes)} · run in this browser only, never uploaded`)],
     ['Made by', el('dd', {}, [metadata.author, metadata.version && `version ${metadata.version}`, metadata.date].filter(Boolean).join(' · ') || 'not said')],
     ['Licence', el('dd', {className: metadata.license ? '' : 'muted'}, metadata.license || 'not said in the file')],
+    card.user.format ? ['Format', el('dd', {}, card.user.format)] : null,
     ['Classes', el('dd', {}, names)],
     card.kpt_shape ? ['Keypoints', el('dd', {}, `${card.kpt_shape[0]} of ${card.kpt_shape[1]} values`)] : null,
     ['Checked', el('dd', {}, 'each backend against LiteRT.js on WASM (no source framework here)')],

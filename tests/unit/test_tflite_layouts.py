@@ -1,0 +1,148 @@
+"""static/js/runtime/ultralytics-graph.js on every layout an Ultralytics .tflite comes in, with a
+stand-in for LiteRT.js that records what it was fed and answers given arrays: NCHW (the LiteRT
+export) or NHWC (the TensorFlow export) input; the head as rows x anchors or transposed; NMS
+inside ([1, N, 6 + extras], as fractions of the input or in pixels); prototypes NHWC or NCHW;
+uint8 input and outputs with their scale and zero point. Each is held to what Ultralytics' own
+LiteRT backend makes of it (ultralytics/nn/backends/litert.py), written out here in numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.node import JS, TFJS_PRELUDE, js_url, run_node
+
+RUN = TFJS_PRELUDE + """
+const {UltralyticsGraph} = await import(%s);
+const out = [];
+for (const c of req.cases) {
+  let fed = null;
+  const standIn = {
+    runtime: 'litert', accelerator: 'wasm', inputs: [{name: 'x', shape: c.graphInput, dtype: c.inputDtype}],
+    async predict(x) {
+      fed = {shape: x.shape, dtype: x.dtype, data: Array.from(await x.data())};
+      return c.outputs.map((o) => tf.tensor(o.data, o.shape, o.dtype));
+    },
+    dispose() {},
+  };
+  try {
+    const graph = new UltralyticsGraph(standIn, c.manifest);
+    const x = tf.tensor(c.x.data, c.x.shape);
+    const got = await graph.predict(x);
+    out.push({fed, outputs: await Promise.all(got.map(async (t) => ({shape: t.shape, data: Array.from(await t.data())})))});
+    tf.dispose([x, ...got]);
+  } catch (e) {
+    out.push({error: e.message});
+  }
+}
+process.stdout.write(JSON.stringify(out));
+""" % js_url(JS / "runtime/ultralytics-graph.js")
+
+H, W, NC = 8, 12, 3
+RNG = np.random.default_rng(0)
+X = RNG.random((1, H, W, 3), dtype=np.float32)
+
+
+def tensor(a, dtype="float32"):
+    a = np.asarray(a)
+    return {"data": a.ravel().tolist(), "shape": list(a.shape), "dtype": dtype}
+
+
+def manifest(task="detect", layout="NHWC", end2end=False, kpt=None, io=None):
+    return {"ultralytics_task": task, "input": {"shape": [1, H, W, 3]}, "labels": [f"c{i}" for i in range(NC)],
+            **({"kpt_shape": kpt} if kpt else {}),
+            "tflite_io": {"layout": layout, "end2end": end2end, **(io or {})}}
+
+
+def run(cases):
+    payload = [{"manifest": c["manifest"], "graphInput": c.get("graph_input", [1, H, W, 3]),
+                "inputDtype": c.get("input_dtype", "float32"), "x": tensor(X),
+                "outputs": [tensor(*o) if isinstance(o, tuple) else tensor(o) for o in c["outputs"]]} for c in cases]
+    return run_node(RUN, {"cases": payload})
+
+
+def array(out):
+    return np.asarray(out["data"], np.float32).reshape(out["shape"])
+
+
+def test_nhwc_input_is_fed_as_it_is_and_nchw_transposed():
+    head = RNG.random((1, 4 + NC, 20), dtype=np.float32)
+    nhwc, nchw = run([{"manifest": manifest(layout="NHWC"), "outputs": [head]},
+                      {"manifest": manifest(layout="NCHW"), "graph_input": [1, 3, H, W], "outputs": [head]}])
+    assert np.allclose(array(nhwc["fed"]), X) and np.allclose(array(nchw["fed"]), X.transpose(0, 3, 1, 2))
+
+
+def test_a_head_as_fractions_reads_in_pixels_whichever_way_it_is_laid():
+    head = RNG.random((1, 4 + NC + 17 * 3, 20), dtype=np.float32)
+    want = head.copy()
+    want[:, [0, 2]] *= W
+    want[:, [1, 3]] *= H
+    want[:, 4 + NC::3] *= W
+    want[:, 5 + NC::3] *= H
+    pose = manifest("pose", kpt=[17, 3])
+    rows, transposed = run([{"manifest": pose, "outputs": [head]},
+                            {"manifest": pose, "outputs": [head.transpose(0, 2, 1)]}])
+    assert np.allclose(array(rows["outputs"][0]), want, atol=1e-5)
+    assert np.allclose(array(transposed["outputs"][0]), want, atol=1e-5)
+
+
+def detections_as_head(dets: np.ndarray, nc: int, obb: bool = False) -> np.ndarray:
+    """[1, N, 6 + extras] after NMS -> [1, 4 + nc + extras, N]: cx, cy, w, h, the score at its class."""
+    d = dets[0]
+    if obb:
+        xywh = d[:, :4]
+    else:
+        x1, y1, x2, y2 = d[:, 0], d[:, 1], d[:, 2], d[:, 3]
+        xywh = np.stack([(x1 + x2) / 2, (y1 + y2) / 2, x2 - x1, y2 - y1], 1)
+    scores = (np.round(d[:, 5])[:, None] == np.arange(nc)[None]) * d[:, 4:5]
+    return np.concatenate([xywh, scores, d[:, 6:]], 1).T[None]
+
+
+@pytest.mark.parametrize("task, extras, kpt", [("detect", 0, None), ("pose", 5 * 3, [5, 3]), ("obb", 1, None),
+                                                ("segment", 4, None)])
+def test_detections_after_nms_read_as_a_head_for_the_pages_decode(task, extras, kpt):
+    n = 7
+    dets = RNG.random((1, n, 6 + extras), dtype=np.float32)
+    dets[0, :, 5] = RNG.integers(0, NC, n)
+    dets[0, :, 2:4] += dets[0, :, 0:2]   # x2 > x1, y2 > y1
+    dets[0, -2:, 4:6] = 0                # padding rows
+    prototypes = RNG.random((1, 4, 6, extras or 1), dtype=np.float32)
+    outputs = [dets] + ([prototypes] if task == "segment" else [])
+    # The TensorFlow export gives fractions of the input; the LiteRT export pixels.
+    scaled = dets.copy()
+    scaled[..., [0, 2]] *= W
+    scaled[..., [1, 3]] *= H
+    if kpt:
+        scaled[..., 6::3] *= W
+        scaled[..., 7::3] *= H
+    nchw_outputs = [scaled] + ([prototypes.transpose(0, 3, 1, 2)] if task == "segment" else [])
+    tf_export, litert_export = run([
+        {"manifest": manifest(task, "NHWC", True, kpt), "outputs": outputs},
+        {"manifest": manifest(task, "NCHW", True, kpt), "graph_input": [1, 3, H, W], "outputs": nchw_outputs}])
+    want = detections_as_head(scaled, NC, obb=task == "obb")
+    for got in (tf_export, litert_export):
+        assert "error" not in got, got
+        assert np.allclose(array(got["outputs"][0]), want, atol=1e-4)
+        if task == "segment":
+            assert np.allclose(array(got["outputs"][1]), prototypes)
+
+
+def test_uint8_input_is_quantized_and_uint8_outputs_dequantized():
+    scale_in, zero_in = 1 / 255, 3
+    head = RNG.integers(0, 256, (1, 4 + NC, 20)).astype(np.uint8)
+    scale_out, zero_out = 0.02, 100
+    io = {"input": {"dtype": "uint8", "scale": scale_in, "zeroPoint": zero_in},
+          "outputs": [{"shape": list(head.shape), "dtype": "uint8", "scale": scale_out, "zeroPoint": zero_out}]}
+    [got] = run([{"manifest": manifest(io=io), "input_dtype": "uint8", "outputs": [(head, "int32")]}])
+    assert np.array_equal(array(got["fed"]), np.clip(np.round(X / scale_in + zero_in), 0, 255))
+    real = (head.astype(np.float32) - zero_out) * scale_out
+    real[:, [0, 2]] *= W
+    real[:, [1, 3]] *= H
+    assert np.allclose(array(got["outputs"][0]), real, atol=1e-4)
+
+
+def test_a_head_of_the_wrong_size_and_an_input_of_another_layout_say_why():
+    wrong_head, wrong_input = run([
+        {"manifest": manifest(), "outputs": [RNG.random((1, 9, 20), dtype=np.float32)]},
+        {"manifest": manifest(layout="NHWC"), "graph_input": [1, 3, H, W], "outputs": []}])
+    assert "not the 7 rows its metadata's task and classes make" in wrong_head["error"]
+    assert f"not the [1,{H},{W},3] its metadata says" in wrong_input["error"]
