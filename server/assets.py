@@ -44,6 +44,11 @@ VENDOR_FILES = {
        for name in ("litert_wasm_compat_internal", "litert_wasm_internal", "litert_wasm_threaded_internal",
                      "litert_wasm_jspi_internal")
        for ext in ("js", "wasm")},
+    # ONNX Runtime Web, for an .onnx a visitor gives a page: its ES module and the WASM build it
+    # loads (the JSEP build runs both its WASM and WebGPU backends).
+    "ort/ort.min.mjs": "onnxruntime-web/dist/ort.min.mjs",
+    **{f"ort/ort-wasm-simd-threaded.jsep.{ext}": f"onnxruntime-web/dist/ort-wasm-simd-threaded.jsep.{ext}"
+       for ext in ("mjs", "wasm")},
     # js-yaml: the metadata.yaml of an Ultralytics TF.js folder a visitor drops on a page.
     "js-yaml/js-yaml.mjs": "js-yaml/dist/js-yaml.mjs",
     # MediaPipe's own runtime for the hand-pose benchmark's peer (solutionPath).

@@ -23,8 +23,9 @@ PAGES = ["pages.index", "pages.detect", "pages.classify", "pages.hands"]
 
 def _precached_vendor(name: str) -> bool:
     """The runtimes every page may load. Left to the first use: the LiteRT .wasm builds
-    (~9 MB each, a browser runs one of three) and MediaPipe's runtime (a benchmark peer)."""
-    if name.startswith("mediapipe-hands/"):
+    (~9 MB each, a browser runs one of three), ONNX Runtime Web (30 MB, only for an .onnx a
+    visitor gives) and MediaPipe's runtime (a benchmark peer)."""
+    if name.startswith(("mediapipe-hands/", "ort/")):
         return False
     return not (name.startswith("litertjs/wasm/") and name.endswith(".wasm"))
 

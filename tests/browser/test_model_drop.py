@@ -23,12 +23,14 @@ from harness.browser import CHROMIUM, TASK_ROWS, open_page, open_ready, recorded
 from harness.paths import SHARED, YOLOV5N_WEIGHTS
 from harness.photos import photo_file
 from harness.servers import serving
+from harness.user_exports import tiny_onnx
 from harness.ultralytics_reference import corner_distance, mask_iou, match, polygons_mask
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ultralytics-litert"
 DETECTORS = ("detect", "segment", "pose", "obb")
+ONNX_META = {"task": "detect", "imgsz": "[32, 32]", "names": "{0: 'a'}"}
 MESSAGE_DONE = "() => ['ok', 'error'].includes(document.getElementById('model-message').dataset.state)"
 
 
@@ -179,6 +181,10 @@ def test_a_file_the_page_cannot_run_gets_one_message_and_the_page_keeps_its_mode
         "full_integer.tflite": ((SHARED / "fixtures" / "ultralytics-tflite" / "yolo11n_full_integer_quant.tflite").read_bytes(),
                                 "int8 tensors (a full-integer export)"),
         "best.pt": (b"PK\x03\x04 a pickled checkpoint", "PyTorch checkpoint"),
+        # ONNX: without Ultralytics' metadata; with an op ONNX Runtime Web lacks
+        "bare.onnx": (tiny_onnx(tmp_path / "made-bare.onnx", {}).read_bytes(), "without Ultralytics metadata"),
+        "custom_op.onnx": (tiny_onnx(tmp_path / "made-custom.onnx", ONNX_META, op_domain="example.custom").read_bytes(),
+                           "could not run in this browser"),
         # metadata whose class names disagree with the head: the page tries it, then reopens its model
         "wrong_names.tflite": (with_metadata(segment, names={"0": "only"}), "could not run in this browser"),
         # metadata that reads well on a FlatBuffer cut short

@@ -88,7 +88,8 @@ def test_index_reports_backends(browser, base_url):
     notes = {name: note for name, _, note, _ in rows}
     software = {name: flag == "yes" for name, _, _, flag in rows}
     assert works["wasm"] and works["cpu"]
-    assert set(works) == {"webgpu", "webgl", "wasm", "cpu", "litert-wasm", "litert-webgpu"}
+    assert set(works) == {"webgpu", "webgl", "wasm", "cpu", "litert-wasm", "litert-webgpu", "onnx-wasm", "onnx-webgpu"}
+    assert "loaded when an .onnx opens" in notes["onnx-wasm"]
     # A software GPU (SwiftShader WebGL or WebGPU adapter) is said to be one.
     for name in ("webgl", "webgpu"):
         if works[name] and re.search(r"swiftshader|llvmpipe|lavapipe", notes[name], re.I):

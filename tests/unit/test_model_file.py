@@ -13,6 +13,7 @@ import pytest
 
 from harness.node import js_url, run_node
 from harness.paths import JS, SHARED
+from harness.user_exports import tiny_onnx
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -205,7 +206,7 @@ def test_legacy_files_read_their_python_repr_metadata_as_ultralytics_does():
         want = ast.literal_eval(text)
         assert result["metadata"] == json.loads(json.dumps(want)), name
         manifest = result["manifest"]
-        assert manifest["tflite_io"]["layout"] == "NHWC" and manifest["quantization"] == "int8"
+        assert manifest["file_io"]["layout"] == "NHWC" and manifest["quantization"] == "int8"
         assert manifest["input"]["shape"] == [1, 320, 320, 3] and manifest["nms"]["where"] == "page"
         assert "TensorFlow Lite (onnx2tf export, NHWC input), int8 weights" == manifest["user"]["format"]
 
@@ -218,11 +219,11 @@ def test_a_file_with_nms_inside_is_read_as_detections_after_nms(tmp_path):
     e2e = rezipped(FIXTURES / "detect.tflite", tmp_path / "e2e.tflite", zipfile.ZIP_DEFLATED, end2end=True)
     got = read([{"path": p, "name": p.name, "page": "detect"} for p in (nms, e2e, FIXTURES / "detect.tflite")])
     for result in got[:2]:
-        assert result["manifest"]["tflite_io"]["end2end"] is True and result["manifest"]["nms"]["where"] == "model"
+        assert result["manifest"]["file_io"]["end2end"] is True and result["manifest"]["nms"]["where"] == "model"
     assert got[0]["manifest"]["user"]["format"].endswith("NMS inside")
     assert got[1]["manifest"]["user"]["format"].endswith("NMS-free head")
-    assert got[2]["manifest"]["tflite_io"] == {"layout": "NCHW", "weights": "float32", "end2end": False,
-                                                 **{k: got[2]["manifest"]["tflite_io"][k] for k in ("input", "outputs")}}
+    assert got[2]["manifest"]["file_io"] == {"layout": "NCHW", "weights": "float32", "end2end": False,
+                                                 **{k: got[2]["manifest"]["file_io"][k] for k in ("input", "outputs")}}
     assert got[2]["manifest"]["nms"]["where"] == "page"
 
 
@@ -246,3 +247,55 @@ def test_python_literals_read_as_ast_literal_eval_reads_them():
     for text, value in zip(PYTHON_LITERALS, got):
         assert value == json.loads(json.dumps(ast.literal_eval(text))), text
     assert all("error" in value for value in got[len(PYTHON_LITERALS):]), got
+
+
+ONNX_READ = """
+const {onnxModel} = await import(%s);
+process.stdout.write(JSON.stringify(req.map((p) => {
+  try { return onnxModel(new Uint8Array(readFileSync(p))); } catch (e) { return {error: e.message}; }
+})));
+""" % js_url(JS / "runtime/onnx-file.js")
+
+
+def test_an_onnx_files_inputs_outputs_and_metadata_read_as_the_onnx_library_reads_them(tmp_path):
+    import onnx
+
+    meta = {"task": "detect", "imgsz": "[32, 32]", "names": "{0: 'a', 1: \"b's\"}", "args": "{'nms': False}"}
+    paths = [tiny_onnx(tmp_path / "fixed.onnx", meta), tiny_onnx(tmp_path / "dynamic.onnx", meta, dynamic=True),
+             tiny_onnx(tmp_path / "custom.onnx", meta, op_domain="example.custom")]
+    truncated = tmp_path / "cut.onnx"
+    truncated.write_bytes(paths[0].read_bytes()[:40])
+    got = run_node(ONNX_READ, [str(p) for p in [*paths, truncated]])
+    for path, mine in zip(paths, got):
+        model = onnx.load(str(path))
+        assert mine["metadata"] == {p.key: p.value for p in model.metadata_props}
+        for values, theirs in ((mine["inputs"], model.graph.input), (mine["outputs"], model.graph.output)):
+            assert [v["name"] for v in values] == [t.name for t in theirs]
+            assert [v["shape"] for v in values] == [[d.dim_value or d.dim_param for d in t.type.tensor_type.shape.dim]
+                                                    for t in theirs]
+            assert all(v["dtype"] == "float32" for v in values)
+        assert mine["opsets"] == {o.domain: o.version for o in model.opset_import}
+    assert "could not be read as an ONNX model" in got[-1]["error"]
+
+
+def test_onnx_files_make_their_manifest_or_say_why_not(tmp_path):
+    meta = {"task": "pose", "imgsz": "[32, 32]", "names": "{0: 'person'}", "kpt_shape": "[17, 3]",
+            "args": "{'nms': True, 'half': False}", "end2end": "False", "channels": "3",
+            "description": "Ultralytics YOLO11n-pose model trained on coco-pose.yaml"}
+    cases = [
+        {"path": tiny_onnx(tmp_path / "pose.onnx", meta, dynamic=True), "name": "pose.onnx", "page": "detect"},
+        {"path": tiny_onnx(tmp_path / "bare.onnx", {}), "name": "bare.onnx", "page": "detect"},
+        {"path": tiny_onnx(tmp_path / "big.onnx", {**meta, "imgsz": "[64, 64]"}), "name": "big.onnx", "page": "detect"},
+        {"path": tiny_onnx(tmp_path / "cls.onnx", {**meta, "task": "classify"}), "name": "cls.onnx", "page": "detect"},
+    ]
+    pose, bare, big, cls = read(cases)
+    manifest = pose["manifest"]
+    assert manifest["onnx"]["model"]["url"] == "blob:x" and manifest["graph"] == "ultralytics-onnx"
+    assert manifest["answer_reference"] == "onnx-wasm" and manifest["kpt_shape"] == [17, 3]
+    assert manifest["file_io"]["input"] == {"name": "images", "shape": [1, 3, 32, 32], "dtype": "float32"}
+    assert manifest["file_io"]["units"] == "pixels" and manifest["file_io"]["end2end"] is True
+    assert manifest["nms"]["where"] == "model" and manifest["title"] == "YOLO11n-pose (your file pose.onnx)"
+    assert manifest["user"]["format"] == "ONNX (NCHW input, dynamic shapes), float32, NMS inside"
+    assert "without Ultralytics metadata" in bare["error"]
+    assert "not the [1, 3, 64, 64] its metadata's image size says" in big["error"]
+    assert "open it on /classify" in cls["error"]

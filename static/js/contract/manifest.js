@@ -33,9 +33,15 @@ function fileUrl(manifest, path) {
   return `/models/${encodeURIComponent(manifest.id)}/${path}`;
 }
 
-// Whether a backend has something to run: a TF.js graph, or (litert-*) a .tflite.
-export function hasArtifactFor(manifest, litert) {
-  return litert ? Boolean(manifest.litert) : Boolean(manifest.tfjs);
+// What runs a model on a backend: LiteRT.js its .tflite (litert-*), ONNX Runtime Web its
+// .onnx (onnx-*: only a file the visitor gives has one), TF.js its graph (the others).
+export function runtimeOf(backend) {
+  return String(backend).startsWith('litert-') ? 'litert' : String(backend).startsWith('onnx-') ? 'onnx' : 'tfjs';
+}
+
+// Whether a backend has something to run: a TF.js graph, a .tflite, or an .onnx.
+export function hasArtifactFor(manifest, backend) {
+  return Boolean(manifest[runtimeOf(backend)]);
 }
 
 // The TF.js graph of a model part (its model.json).
@@ -43,19 +49,24 @@ export function graphUrl(manifest, part = 'model') {
   return fileUrl(manifest, manifest.tfjs[part] || Object.values(manifest.tfjs)[0]);
 }
 
-// The .tflite of a model part for LiteRT.js: {url, bytes}, or null for a model built
-// before manifests listed it (LiteRT is then not offered for it). A model the visitor gave
-// has its own url (blob:).
-export function tfliteArtifact(manifest, part = 'model') {
-  const artifact = (manifest.litert || {})[part];
+// The file of a model part for LiteRT.js (runtime 'litert': its .tflite) or ONNX Runtime Web
+// ('onnx'): {url, bytes}, or null for a model built before manifests listed it (LiteRT is
+// then not offered for it). A model the visitor gave has its own url (blob:).
+export function fileArtifact(manifest, runtime, part = 'model') {
+  const artifact = (manifest[runtime] || {})[part];
   if (!artifact) return null;
   return {url: artifact.url || fileUrl(manifest, artifact.path), bytes: artifact.bytes || 0};
 }
 
-// Bytes a browser downloads for a part on a TF.js (graph + shards) or LiteRT backend
-// (its .tflite): the weights of a progress bar; 1 when the manifest doesn't say.
-export function partBytes(manifest, part, litert) {
-  const bytes = litert ? (tfliteArtifact(manifest, part) || {}).bytes : (manifest.tfjs_bytes || {})[part];
+export function tfliteArtifact(manifest, part = 'model') {
+  return fileArtifact(manifest, 'litert', part);
+}
+
+// Bytes a browser downloads for a part on a backend (TF.js: graph + shards; LiteRT.js or
+// ONNX Runtime Web: the file): the weights of a progress bar; 1 when the manifest doesn't say.
+export function partBytes(manifest, part, backend) {
+  const runtime = runtimeOf(backend);
+  const bytes = runtime === 'tfjs' ? (manifest.tfjs_bytes || {})[part] : (fileArtifact(manifest, runtime, part) || {}).bytes;
   return bytes || 1;
 }
 

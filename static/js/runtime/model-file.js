@@ -7,6 +7,7 @@
 // their own decode, answer check and tracking.
 import TWINS from '../contract/twins.json' with {type: 'json'};
 import {ModelFileError, isTflite, pythonLiteral, tfliteMetadata, tfliteTensors} from './tflite-file.js';
+import {isOnnx, onnxModel} from './onnx-file.js';
 
 export {ModelFileError};
 
@@ -17,10 +18,10 @@ const PAGE_OF = {detect: '/detect', segment: '/detect', pose: '/detect', obb: '/
 const NMS = {iou: 0.7, score: 0.25, max_det: 100, agnostic: false};   // Ultralytics' predict defaults
 const EXPORT_HINT = 'export it with `yolo export model=best.pt format=litert` (Ultralytics 8.4.83 or later)';
 
-// Files the model drop takes rather than the image / video input: a .tflite (or a checkpoint,
+// Files the model drop takes rather than the image / video input: a .tflite or .onnx (or a checkpoint,
 // to say why not), or a TF.js folder's files.
 export function areModelFiles(files) {
-  return files.some((f) => /\.(tflite|pt|pth)$/i.test(f.name || '') || f.name === 'model.json');
+  return files.some((f) => /\.(tflite|onnx|pt|pth)$/i.test(f.name || '') || f.name === 'model.json');
 }
 
 // metadata.names ({"0": "person", ...} or a list) -> labels in class order.
@@ -109,8 +110,8 @@ function tooLarge(name, bytes) {
 }
 
 // What the page needs before it runs the files given at once, or the one reason it can't:
-// a .tflite, or a TF.js folder's files (model.json, its shards, metadata.yaml).
-// -> {kind: 'tflite' | 'tfjs', name, files: [File], data? (a .tflite's bytes, read already),
+// a .tflite, an .onnx, or a TF.js folder's files (model.json, its shards, metadata.yaml).
+// -> {kind: 'tflite' | 'onnx' | 'tfjs', name, files: [File], data? (a file's bytes, read already),
 //     bytes (the size), metadata, task, labels, imgsz, kptShape, outputs?}
 export async function readModelFiles(files, pageTask) {
   if (files.some((f) => f.name === 'model.json')) return readTfjsFolder(files, pageTask);
@@ -124,8 +125,9 @@ export async function readModelFiles(files, pageTask) {
   }
   if (file.size > MAX_MODEL_BYTES) throw tooLarge(name, file.size);
   const bytes = new Uint8Array(await file.arrayBuffer());
+  if (/\.onnx$/i.test(name) || (!isTflite(bytes) && isOnnx(bytes))) return readOnnx(name, file, bytes, pageTask);
   if (!isTflite(bytes)) {
-    throw new ModelFileError(`${name} is not a model this page can run: it takes a .tflite from Ultralytics' export (${EXPORT_HINT}) or a TF.js folder.`);
+    throw new ModelFileError(`${name} is not a model this page can run: it takes a .tflite or an .onnx from Ultralytics' export (${EXPORT_HINT}) or a TF.js folder.`);
   }
   const metadata = await tfliteMetadata(bytes);
   if (!metadata) {
@@ -134,6 +136,42 @@ export async function readModelFiles(files, pageTask) {
   const read = readMetadata(name, metadata, pageTask);
   return {kind: 'tflite', name, files: [file], data: bytes, bytes: bytes.length, metadata, ...read,
           tensors: readTensors(name, bytes, read.imgsz)};
+}
+
+// ONNX Runtime Web's element types for a model's input (an int8 ONNX from a quantizer keeps
+// float input and output too).
+const ONNX_INPUTS = ['float32', 'float16'];
+
+// An .onnx from `yolo export format=onnx` (nms, half, dynamic as exported): NCHW in, the head
+// and any detections after NMS in input pixels; metadata in its metadata_props.
+function readOnnx(name, file, bytes, pageTask) {
+  let model;
+  try {
+    model = onnxModel(bytes);
+  } catch (err) {
+    throw new ModelFileError(`${name} ${err.message}.`);
+  }
+  if (!model.metadata.task) {
+    throw new ModelFileError(`${name} is an .onnx without Ultralytics metadata (task, class names, input size), so the page cannot tell how to read its outputs: export it with \`yolo export model=best.pt format=onnx\`.`);
+  }
+  const read = readMetadata(name, model.metadata, pageTask);
+  const [h, w] = read.imgsz;
+  const [input] = model.inputs;
+  if (model.inputs.length !== 1) throw new ModelFileError(`${name} takes ${model.inputs.length} inputs; an Ultralytics model takes one image.`);
+  if (!ONNX_INPUTS.includes(input.dtype)) {
+    throw new ModelFileError(`${name} takes ${input.dtype} input; the page feeds float32 or float16.`);
+  }
+  // A dynamic export names its batch, height and width: the page feeds one image at the
+  // metadata's size.
+  const shape = input.shape.map((d, i) => (typeof d === 'number' ? d : [1, 3, h, w][i]));
+  if (shape.join() !== [1, 3, h, w].join()) {
+    throw new ModelFileError(`${name}'s input is [${input.shape}], not the [1, 3, ${h}, ${w}] its metadata's image size says.`);
+  }
+  const weights = input.dtype === 'float16' || String((parsedFields(model.metadata).args || {}).half) === 'true' ? 'float16' : 'float32';
+  return {kind: 'onnx', name, files: [file], data: bytes, bytes: bytes.length, metadata: model.metadata, ...read,
+          tensors: {layout: 'NCHW', units: 'pixels', weights, input: {name: input.name, shape, dtype: input.dtype},
+                    outputs: model.outputs.map((o) => ({name: o.name, shape: o.shape, dtype: o.dtype})),
+                    dynamic: input.shape.some((d) => typeof d !== 'number')}};
 }
 
 // A TF.js graph model's output names from its model.json signature.
@@ -196,7 +234,8 @@ function tfjsTensors(model) {
 // What kind of file it is, in words for the model card.
 function formatOf(model, io) {
   if (!io) return "Ultralytics' TF.js export";
-  const kind = io.layout === 'NHWC' ? 'TensorFlow Lite (onnx2tf export, NHWC input)' : 'LiteRT export (NCHW input)';
+  const kind = model.kind === 'onnx' ? `ONNX (NCHW input${io.dynamic ? ', dynamic shapes' : ''})`
+    : io.layout === 'NHWC' ? 'TensorFlow Lite (onnx2tf export, NHWC input)' : 'LiteRT export (NCHW input)';
   const weights = {int8: 'int8 weights', float16: 'float16 weights', float32: 'float32'}[io.weights];
   const quantized = io.input && io.input.dtype === 'uint8' ? ', uint8 input and output' : '';
   const nms = !model.end2end ? '' : (parsedFields(model.metadata).args || {}).nms ? ', NMS inside' : ', NMS-free head';
@@ -214,15 +253,20 @@ export function userManifest(model, {id, url, files, added}) {
   const {metadata, task, labels, imgsz, kptShape} = model;
   const [h, w] = imgsz;
   const classify = task === 'classify';
-  const tflite = model.kind === 'tflite';
-  const tensors = !tflite ? tfjsTensors(model)
+  const single = model.kind !== 'tfjs';   // one file: a .tflite or an .onnx
+  const tensors = !single ? tfjsTensors(model)
     : classify ? [{name: 'probabilities', key: 'probabilities', shape: [1, labels.length]}]
     : [{name: 'head', key: 'head', role: 'head'},
        ...(task === 'segment' ? [{name: 'prototypes', key: 'prototypes', role: 'prototypes'}] : [])];
   const title = String(metadata.description || model.name).replace(/^Ultralytics /, '').replace(/ model trained on .*$/, '');
-  const given = tflite ? `file ${model.name}` : 'TF.js model';
+  const given = single ? `file ${model.name}` : 'TF.js model';
   // Kept records from before the tensors were read are LiteRT exports (nothing else opened).
-  const io = tflite ? model.tensors || {layout: 'NCHW', weights: 'float32'} : null;
+  const io = single ? model.tensors || {layout: 'NCHW', weights: 'float32'} : null;
+  const runs = {
+    tflite: {litert: {model: {url, bytes: model.bytes}}, graph: 'ultralytics-litert', answer_reference: 'litert-wasm'},
+    onnx: {onnx: {model: {url, bytes: model.bytes}}, graph: 'ultralytics-onnx', answer_reference: 'onnx-wasm'},
+    tfjs: {tfjs: {model: 'model.json'}, tfjsFiles: files, answer_reference: 'wasm'},
+  }[model.kind];
   return {
     id, title: `${title} (your ${given})`, task: classify ? 'classify' : 'detect', ultralytics_task: task,
     created: new Date(added).toISOString(), quantization: io && io.weights !== 'float32' ? io.weights : 'none',
@@ -232,12 +276,11 @@ export function userManifest(model, {id, url, files, added}) {
     outputs: {format: FORMATS[task], tensors, execute: 'execute'},
     ...(classify ? {} : {nms: {...NMS, where: model.end2end ? 'model' : 'page'}}),
     ...(kptShape ? {kpt_shape: kptShape} : {}),
-    ...(io ? {tflite_io: {...io, end2end: Boolean(model.end2end)}} : {}),
+    ...(io ? {file_io: {...io, end2end: Boolean(model.end2end)}} : {}),
     labels,
-    ...(tflite ? {litert: {model: {url, bytes: model.bytes}}, graph: 'ultralytics-litert', answer_reference: 'litert-wasm'}
-      : {tfjs: {model: 'model.json'}, tfjsFiles: files, answer_reference: 'wasm'}),
+    ...runs,
     tolerance: TWINS.answers.tolerance.none,
-    user: {file: tflite ? model.name : files.map((f) => f.name).join(', '), bytes: model.bytes, metadata,
+    user: {file: single ? model.name : files.map((f) => f.name).join(', '), bytes: model.bytes, metadata,
            format: formatOf(model, io)},
   };
 }

@@ -2,22 +2,28 @@
 // remembered), graph load with byte progress, warm-up on the answer check's pattern, and
 // the fall-backs when a backend fails or answers wrong. The page's session (session.js)
 // calls it; `panel` is its status panel.
-import {chooseBackend, isLiteRtBackend, loadModel, rememberBackend, runModel,
-        useBackend} from './runtime.js';
-import {fetchManifest, graphUrl, hasArtifactFor, needsAsync, outputKeys, partBytes, tfliteArtifact} from '../contract/manifest.js';
-import {loadTflite} from './litert.js';
+import {chooseBackend, loadModel, rememberBackend, runModel, useBackend} from './runtime.js';
+import {fetchManifest, fileArtifact, graphUrl, hasArtifactFor, needsAsync, outputKeys, partBytes,
+        runtimeOf} from '../contract/manifest.js';
+import {fetchBytes, loadTflite} from './litert.js';
+import {loadOnnx} from './onnx.js';
 import {UltralyticsGraph} from './ultralytics-graph.js';
 import {formatError, graphRoles, judge, modelInput, recordCheck, sampleIndices, wrongBackends} from '../contract/answers.js';
 
 const tf = globalThis.tf;
 
-// The model's graph for a backend: the TF.js graph, or the .tflite on LiteRT.js.
+// The model's graph for a backend: the TF.js graph, the .tflite on LiteRT.js, or the .onnx
+// on ONNX Runtime Web (a file the visitor gave).
 async function loadFor(backend, manifest, part, onProgress) {
-  if (isLiteRtBackend(backend)) {
-    const artifact = tfliteArtifact(manifest, part);
-    if (!artifact) throw new Error(`${manifest.id}'s manifest lists no .tflite for LiteRT.js (rebuild the model)`);
-    const graph = await loadTflite(artifact.url, backend.replace('litert-', ''), onProgress, artifact.bytes, outputKeys(manifest));
-    if (manifest.graph !== 'ultralytics-litert') return graph;
+  const runtime = runtimeOf(backend);
+  if (runtime !== 'tfjs') {
+    const artifact = fileArtifact(manifest, runtime, part);
+    if (!artifact) throw new Error(`${manifest.id}'s manifest lists no file for ${backend} (rebuild the model)`);
+    const accelerator = backend.replace(`${runtime}-`, '');
+    const graph = runtime === 'onnx'
+      ? await loadOnnx(await fetchBytes(artifact.url, onProgress, artifact.bytes), accelerator, manifest.file_io.input)
+      : await loadTflite(artifact.url, accelerator, onProgress, artifact.bytes, outputKeys(manifest));
+    if (!String(manifest.graph).startsWith('ultralytics-')) return graph;
     try {
       return new UltralyticsGraph(graph, manifest);
     } catch (err) {
@@ -64,7 +70,7 @@ async function graphAnswer(model, manifest) {
 // create(null, manifest, backend) loads what it needs itself.
 async function loadParts(backend, manifest, parts, create, panel) {
   if (!parts) return create(null, manifest, backend);
-  const sizes = parts.map((part) => partBytes(manifest, part, isLiteRtBackend(backend)));
+  const sizes = parts.map((part) => partBytes(manifest, part, backend));
   const total = sizes.reduce((a, b) => a + b, 0);
   const done = parts.map(() => 0);
   const progress = (i) => (fraction) => {
@@ -101,12 +107,12 @@ function worse(a, b) {
 export async function openModel(modelId, allProbed, override, panel, options = {}) {
   const {parts = ['model'], create = (graphs) => graphs[0], key = modelId, warm} = options;
   const answer = 'answer' in options ? options.answer : graphAnswer;
-  const probed = parts ? allProbed : allProbed.filter((p) => !isLiteRtBackend(p.name));
+  const probed = parts ? allProbed : allProbed.filter((p) => runtimeOf(p.name) === 'tfjs');
   panel.status('Reading the model manifest…', 'loading');
   panel.warn(null);
   const manifest = await fetchManifest(modelId);
   // Only the backends with something to run: a model the visitor gave is a .tflite alone.
-  const offered = probed.filter((p) => hasArtifactFor(manifest, isLiteRtBackend(p.name)));
+  const offered = probed.filter((p) => hasArtifactFor(manifest, p.name));
   const load = (backend) => loadParts(backend, manifest, parts, create, panel);
   if (manifest.answer_reference && !manifest.answer_check) {
     manifest.answer_check = await referenceAnswer(manifest, offered, load, answer, panel);
@@ -137,8 +143,8 @@ export async function openModel(modelId, allProbed, override, panel, options = {
   try {
     opened = await loadAndWarm(choice.backend, load, run, panel);
   } catch (err) {
-    if (isLiteRtBackend(choice.backend)) {
-      return fallBackToTfjs(offered, choice, key, err, () => openModel(modelId, allProbed, null, panel, options));
+    if (runtimeOf(choice.backend) !== 'tfjs') {
+      return fallBack(offered, choice, key, err, () => openModel(modelId, allProbed, null, panel, options));
     }
     if (choice.reason !== 'remembered') throw err;
     // A remembered backend that no longer works here (driver update, flag): choose afresh.
@@ -206,11 +212,11 @@ async function loadAndWarm(backend, load, run, panel) {
   }
 }
 
-// LiteRT.js could not run the model here: drop it from this page's choices and reopen on
-// the TF.js backends, saying why.
-async function fallBackToTfjs(probed, choice, memoryKey, err, reopen) {
+// LiteRT.js or ONNX Runtime Web could not run the model here: drop that backend from this
+// page's choices and reopen on the others, saying why.
+async function fallBack(probed, choice, memoryKey, err, reopen) {
   markFailed(probed, choice.backend, err);
   if (choice.reason === 'remembered' || choice.reason === 'fastest') rememberBackend(memoryKey, null);
   const opened = await reopen();
-  return {...opened, fallback: `${choice.backend} failed (${err.message}), so TF.js runs it.`};
+  return {...opened, fallback: `${choice.backend} failed (${err.message}), so ${opened.backend} runs it.`};
 }

@@ -1,14 +1,17 @@
 // Runtimes: which backends work in this browser, which one to use, model loading with byte
 // progress, and one warm-up pass. Shared by every page. TF.js backends run the TF.js graph;
-// the litert-* backends run the model's .tflite with LiteRT.js (litert.js), while TF.js
-// (on WASM, else CPU) still does the pre- and post-processing around it.
+// the litert-* backends run the model's .tflite with LiteRT.js (litert.js), the onnx-* ones a
+// visitor's .onnx with ONNX Runtime Web (onnx.js), while TF.js (on WASM, else CPU) still does
+// the pre- and post-processing around them.
 import {LITERT_BACKENDS, isLiteRtBackend, probeLiteRt} from './litert.js';
+import {ONNX_BACKENDS, probeOnnx} from './onnx.js';
+import {runtimeOf} from '../contract/manifest.js';
 import {describeAdapter, isSoftwareRenderer, webglRenderer, webgpuAdapterInfo} from './gpu.js';
 
 const tf = globalThis.tf;
 
 export const BACKENDS = ['webgpu', 'webgl', 'wasm', 'cpu'];
-export const ALL_BACKENDS = [...BACKENDS, ...LITERT_BACKENDS];
+export const ALL_BACKENDS = [...BACKENDS, ...LITERT_BACKENDS, ...ONNX_BACKENDS];
 export {isLiteRtBackend, isSoftwareRenderer};
 const WASM_PATH = '/vendor/tfjs-wasm/';
 
@@ -50,10 +53,11 @@ export async function probeBackends() {
     if (!ok && !note) note = 'unavailable in this browser';
     results.push({name, ok, note, ...(software ? {software} : {})});
   }
-  results.push(...await probeLiteRt());
+  results.push(...await probeLiteRt(), ...await probeOnnx());
   return results;
 }
 
+// (The onnx-* backends run only a visitor's .onnx: never the pages' default.)
 const GPU_FIRST = ['webgpu', 'litert-webgpu', 'webgl', 'litert-wasm', 'wasm'];
 
 // The likely pick: a hardware GPU backend if there is one, else LiteRT.js on WASM (about
@@ -65,7 +69,7 @@ export function defaultBackend(probed) {
     || (works('cpu', false) ? 'cpu' : null);
 }
 
-// The TF.js backend that does the tensor work around a LiteRT model.
+// The TF.js backend that does the tensor work around a LiteRT or ONNX model.
 async function helperBackend() {
   for (const name of ['wasm', 'cpu']) {
     try {
@@ -76,7 +80,7 @@ async function helperBackend() {
 }
 
 export async function useBackend(name) {
-  if (isLiteRtBackend(name)) {
+  if (runtimeOf(name) !== 'tfjs') {
     await helperBackend();
   } else {
     const ok = await tf.setBackend(name);
@@ -107,7 +111,7 @@ export async function runModel(model, feed, outputs) {
 }
 
 async function execute(model, feed, outputs) {
-  if (model.runtime === 'litert') return model.predict(feed, outputs);
+  if (model.runtime) return model.predict(feed, outputs);   // LiteRT.js, ONNX Runtime Web
   if (!model.needsAsync) {
     try {
       return model.execute(feed, outputs);
@@ -124,7 +128,7 @@ async function execute(model, feed, outputs) {
 // then keep the page off it. Unset in normal use.
 function perturbed(model, result) {
   const fault = globalThis.DATARAILROAD_PERTURB;
-  const backend = model.runtime === 'litert' ? `litert-${model.accelerator}` : tf.getBackend();
+  const backend = model.runtime ? `${model.runtime}-${model.accelerator}` : tf.getBackend();
   if (!fault || fault.backend !== backend) return result;
   const shift = (t) => {
     if (t.dtype !== 'float32') return t;

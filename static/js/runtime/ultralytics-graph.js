@@ -1,13 +1,14 @@
-// An Ultralytics .tflite in the converter's layout. Ultralytics' LiteRT export (format=litert
-// or tflite, 8.4.83 on) takes an NCHW input and gives the boxes (and pose keypoints) as
-// fractions of the input size and segmentation prototypes as NCHW; its older TensorFlow export
-// (onnx2tf, what years of .tflite files are) takes NHWC and gives NHWC prototypes, weights
-// often int8. Either, exported with nms=True (or an NMS-free head), gives detections after NMS
-// instead of the head: [1, N, 6 + extras], x1, y1, x2, y2 (OBB: cx, cy, w, h), score, class,
-// then the task's extras. The converter's graphs take NHWC and give the raw head in input
-// pixels and NHWC prototypes, which decode.js reads. This wrapper moves between them around
-// LiteRtGraph (litert.js), so one decode (and one NMS) serves every file. It mirrors
-// Ultralytics' own LiteRT backend (ultralytics/nn/backends/litert.py).
+// An Ultralytics .tflite or .onnx in the converter's layout. Ultralytics' LiteRT export
+// (format=litert or tflite, 8.4.83 on) takes an NCHW input and gives the boxes (and pose
+// keypoints) as fractions of the input size and segmentation prototypes as NCHW; its older
+// TensorFlow export (onnx2tf, what years of .tflite files are) takes NHWC and gives NHWC
+// prototypes, weights often int8; its ONNX export takes NCHW and gives input pixels. Each,
+// exported with nms=True (or from an NMS-free head), gives detections after NMS instead of
+// the head: [1, N, 6 + extras], x1, y1, x2, y2 (OBB: cx, cy, w, h), score, class, then the
+// task's extras. The converter's graphs take NHWC and give the raw head in input pixels and
+// NHWC prototypes, which decode.js reads. This wrapper moves between them around LiteRtGraph
+// (litert.js) or OnnxGraph (onnx.js), so one decode (and one NMS) serves every file. It
+// mirrors Ultralytics' own LiteRT and ONNX backends (ultralytics/nn/backends/).
 
 const tf = globalThis.tf;
 
@@ -47,7 +48,7 @@ function extrasOf(task, kptShape, maskCoefficients) {
 }
 
 export class UltralyticsGraph {
-  // graph: a LiteRtGraph of the file; manifest: model-file.js userManifest's (its tflite_io
+  // graph: a LiteRtGraph or OnnxGraph of the file; manifest: model-file.js userManifest's (its file_io
   // says the file's layout; an installed model's is the LiteRT export's).
   constructor(graph, manifest) {
     this.graph = graph;
@@ -59,9 +60,14 @@ export class UltralyticsGraph {
     this.size = [height, width];
     this.nc = manifest.labels.length;
     this.kptShape = manifest.kpt_shape || null;
-    const io = manifest.tflite_io || {layout: 'NCHW'};
+    const io = manifest.file_io || {layout: 'NCHW'};
     this.nhwc = io.layout === 'NHWC';
     this.end2end = Boolean(io.end2end);
+    // Boxes and keypoints as fractions of the input: the .tflite exports' heads, and the
+    // TensorFlow export's detections after NMS too. An .onnx gives input pixels throughout.
+    const pixels = io.units === 'pixels';
+    this.headInFractions = !pixels;
+    this.detectionsInFractions = !pixels && this.nhwc;
     this.inputQuantization = io.input && io.input.dtype === 'uint8' ? io.input : null;
     this.outputQuantization = (io.outputs || []).filter((o) => o.dtype === 'uint8');
     // An installed classifier's two outputs (probabilities, features), told apart by shape.
@@ -125,25 +131,25 @@ export class UltralyticsGraph {
     return out;
   }
 
-  // The raw head, [1, rows, A] or (some exports) [1, A, rows], as fractions of the input.
+  // The raw head, [1, rows, A] or (some exports) [1, A, rows], in pixels.
   headInPixels(head, extras) {
     const rows = 4 + this.nc + extras;
     const [, a, b] = head.shape;
     if (a !== rows && b !== rows) throw new Error(`the model's head is [${head.shape}], not the ${rows} rows its metadata's task and classes make`);
     const columns = a === rows ? head : head.transpose([0, 2, 1]);
+    if (!this.headInFractions) return columns.clone();
     const scale = headScale(rows, this.size, this.nc, this.kptShape);
     return columns.mul(tf.tensor3d(scale, [1, rows, 1]));
   }
 
   // Detections after NMS [1, N, 6 + extras] -> the raw head's layout, each detection an anchor
   // whose one class scores its score: the page's decode, NMS and tracking then serve it as
-  // they serve the head (NMS keeps what NMS kept). The TensorFlow export gives them as
-  // fractions of the input, the LiteRT export in pixels.
+  // they serve the head (NMS keeps what NMS kept).
   headOfDetections(head, extras) {
     const columns = 6 + extras;
     if (head.shape[2] !== columns) throw new Error(`the model gives [${head.shape}], not the [1, N, ${columns}] detections after NMS its metadata says`);
     const scale = detectionScale(columns, this.size, this.kptShape);
-    const rows = (this.nhwc ? head.mul(tf.tensor3d(scale, [1, 1, columns])) : head).squeeze([0]);
+    const rows = (this.detectionsInFractions ? head.mul(tf.tensor3d(scale, [1, 1, columns])) : head).squeeze([0]);
     const box = rows.slice([0, 0], [-1, 4]);
     let xywh = box;
     if (this.task !== 'obb') {   // x1, y1, x2, y2 -> cx, cy, w, h (OBB gives cx, cy, w, h)

@@ -5,7 +5,7 @@ import {MODELS, allValues, deleteValue, saveValue} from './store.js';
 import {forgetManifest, registerManifest} from '../contract/manifest.js';
 import {PAGE_TASKS, readModelFiles, userManifest} from './model-file.js';
 
-const urls = new Map();   // id -> the blob: URL a .tflite's manifest points at
+const urls = new Map();   // id -> the blob: URL a .tflite's or .onnx's manifest points at
 
 // The same files given twice are one model: its id comes from their bytes.
 async function idOf(bytes) {
@@ -24,7 +24,7 @@ async function idOf(bytes) {
 // A kept record -> its manifest, registered for this page.
 function register(record) {
   const files = record.files.map((f) => new File([f.blob], f.name));
-  if (record.model.kind === 'tflite' && !urls.has(record.id)) urls.set(record.id, URL.createObjectURL(files[0]));
+  if (record.model.kind !== 'tfjs' && !urls.has(record.id)) urls.set(record.id, URL.createObjectURL(files[0]));
   const manifest = userManifest(record.model, {id: record.id, url: urls.get(record.id), files, added: record.added});
   registerManifest(manifest);
   return manifest;

@@ -1,4 +1,5 @@
-"""static/js/runtime/ultralytics-graph.js on every layout an Ultralytics .tflite comes in, with a
+"""static/js/runtime/ultralytics-graph.js on every layout an Ultralytics .tflite comes in (and the
+half floats of a float16 .onnx), with a
 stand-in for LiteRT.js that records what it was fed and answers given arrays: NCHW (the LiteRT
 export) or NHWC (the TensorFlow export) input; the head as rows x anchors or transposed; NMS
 inside ([1, N, 6 + extras], as fractions of the input or in pixels); prototypes NHWC or NCHW;
@@ -50,7 +51,7 @@ def tensor(a, dtype="float32"):
 def manifest(task="detect", layout="NHWC", end2end=False, kpt=None, io=None):
     return {"ultralytics_task": task, "input": {"shape": [1, H, W, 3]}, "labels": [f"c{i}" for i in range(NC)],
             **({"kpt_shape": kpt} if kpt else {}),
-            "tflite_io": {"layout": layout, "end2end": end2end, **(io or {})}}
+            "file_io": {"layout": layout, "end2end": end2end, **(io or {})}}
 
 
 def run(cases):
@@ -146,3 +147,19 @@ def test_a_head_of_the_wrong_size_and_an_input_of_another_layout_say_why():
         {"manifest": manifest(layout="NHWC"), "graph_input": [1, 3, H, W], "outputs": []}])
     assert "not the 7 rows its metadata's task and classes make" in wrong_head["error"]
     assert f"not the [1,{H},{W},3] its metadata says" in wrong_input["error"]
+
+
+def test_half_floats_convert_as_numpy_converts_them():
+    """A float16 .onnx (export half=True on a GPU) is fed and read through toHalf / fromHalf."""
+    values = np.concatenate([np.linspace(-70000, 70000, 501), np.linspace(-1, 1, 999), RNG.random(500) * 1e-5,
+                             [0.0, -0.0, 6.1e-5, 5.96e-8, 65504, 65520, np.inf, -np.inf]]).astype(np.float32)
+    script = """
+    const {toHalf, fromHalf} = await import(%s);
+    const halves = req.map(toHalf);
+    process.stdout.write(JSON.stringify({halves, back: halves.map(fromHalf).map(String)}));
+    """ % js_url(JS / "runtime/onnx.js")
+    got = run_node(script, [float(v) if np.isfinite(v) else (1e39 if v > 0 else -1e39) for v in values])
+    with np.errstate(over="ignore"):   # 70000 is past float16's largest: infinity, as in JS
+        want = values.astype(np.float16)
+    assert got["halves"] == want.view(np.uint16).tolist()
+    assert np.array_equal(np.array(got["back"], dtype=np.float64).astype(np.float32), want.astype(np.float32))

@@ -1,12 +1,13 @@
-"""The .tflite files users already have, picked on /detect: Ultralytics' TensorFlow export of
-8.1-8.3 (onnx2tf: input NHWC, weights often int8, metadata as Python's repr or as JSON, NMS
-inside when exported with nms=True), and YOLO26's NMS-free head. Two are real files from public
-projects (../shared/fixtures/ultralytics-tflite); the others are made from the official
-checkpoints by the same chain (harness/legacy_tflite.py). Each runs on LiteRT.js and is held to
-Ultralytics' own predict() on the same file and photo: the same classes, box IoU >= 0.9, mask
-IoU >= 0.8, keypoints and rotated corners within 3 px. A detection predict() finds within 0.05 of the score
-threshold may be missing on the page (and the other way round): the browser resizes the photo
-with another filter, and int8 scores move by a few hundredths."""
+"""The model files users already have, picked on /detect (a classifier on /classify):
+Ultralytics' TensorFlow .tflite of 8.1-8.3 (onnx2tf: input NHWC, weights often int8, metadata
+as Python's repr or as JSON, NMS inside when exported with nms=True), YOLO26's NMS-free head,
+and its ONNX export (nms, half, dynamic) on ONNX Runtime Web. Two .tflite files are real ones
+from public projects (../shared/fixtures/ultralytics-tflite); the others are made from the
+official checkpoints by Ultralytics' own exports (harness/user_exports.py). Each runs in the
+page and is held to Ultralytics' own predict() on the same file and photo: the same classes,
+box IoU >= 0.9, mask IoU >= 0.8, keypoints and rotated corners within 3 px. A detection
+predict() finds within 0.05 of the score threshold may be missing on the page (and the other
+way round): int8 scores move by a few hundredths."""
 from __future__ import annotations
 
 import os
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 from harness.browser import CHROMIUM, TASK_ROWS, open_page, recorded_figures, screenshot, wait_frames
-from harness.legacy_tflite import legacy_tflite
+from harness.user_exports import legacy_tflite, onnx_file
 from harness.paths import SHARED, YOLOV5N_WEIGHTS
 from harness.photos import photo_file, storage_tanks
 from harness.servers import serving
@@ -40,8 +41,16 @@ CASES = {
     "yolo26n NMS-free head, float16": ("detect", ("yolo26n.pt", False, "float16", "json")),
     "yolo26n-obb NMS-free head": ("obb", ("yolo26n-obb.pt", False, "float32", "json")),
     "yolo11n-seg nms=True": ("segment", ("yolo11n-seg.pt", True, "float32", "json")),
+    # ONNX: (weights, nms, half, dynamic)
+    "yolo11n-seg ONNX": ("segment", ("onnx", "yolo11n-seg.pt", False, False, False)),
+    "yolo11n-pose ONNX nms=True dynamic": ("pose", ("onnx", "yolo11n-pose.pt", True, False, True)),
+    "yolo26n ONNX half": ("detect", ("onnx", "yolo26n.pt", False, True, False)),
+    "yolo26n-obb ONNX nms=True": ("obb", ("onnx", "yolo26n-obb.pt", True, False, False)),
 }
-SLOW = {"yolo11n-seg nms=True", "yolo11n-seg int8, repr metadata", "yolo26n-obb NMS-free head"}
+# make test keeps one of each kind: real int8 files, a made .tflite with NMS inside and repr
+# metadata, and two .onnx (head; NMS inside, dynamic). The others run in make test-all.
+SLOW = {"yolo11n-seg nms=True", "yolo11n-seg int8, repr metadata", "yolo26n-obb NMS-free head", "yolo26n ONNX half",
+        "yolo26n-obb ONNX nms=True", "yolo26n NMS-free head, float16"}
 # Its int8 class scores saturate: predict() finds 1.0 at about a hundred anchors, many boxes of
 # no height, and gives a different count on each run (59 to 199 seen). It is held to running
 # and passing the answer check only.
@@ -77,13 +86,25 @@ def base_url(built_model):
 
 @pytest.fixture(scope="module")
 def figures():
-    with recorded_figures("legacy-tflite.json") as data:
+    with recorded_figures("user-files.json") as data:
         yield data
+
+
+def give_model(page, path) -> None:
+    """Pick the file as the visitor's model; wait for the page to take it and open it."""
+    page.eval_on_selector("#model-message", "el => { el.dataset.state = ''; }")
+    page.set_input_files("#model-file", str(path))
+    page.wait_for_function(MESSAGE_DONE, timeout=180_000)
+    state, text = page.eval_on_selector("#model-message", "el => [el.dataset.state, el.textContent]")
+    assert state == "ok", text
+    page.wait_for_selector("#model-status[data-state='ready']", timeout=180_000)
 
 
 def the_file(models_dir, how):
     if isinstance(how, str):
         return REAL / how
+    if how[0] == "onnx":
+        return onnx_file(models_dir / ".onnx", CHECKPOINTS / how[1], 320, *how[2:])
     weights, nms, precision, metadata = how
     return legacy_tflite(models_dir / ".legacy", CHECKPOINTS / weights, 320, nms, precision, metadata)
 
@@ -114,7 +135,7 @@ def compare(rows: list[dict], want: dict, task: str, width: int, height: int) ->
 
 
 @pytest.mark.parametrize("name", [n if n not in SLOW else pytest.param(n, marks=pytest.mark.slow) for n in CASES])
-def test_a_legacy_tflite_gives_predicts_answers(browser, base_url, models_dir, figures, name, tmp_path):
+def test_a_users_file_gives_predicts_answers(browser, base_url, models_dir, figures, name, tmp_path):
     task, how = CASES[name]
     path = the_file(models_dir, how)
     photos = photos_for(task, 320, tmp_path)
@@ -122,12 +143,7 @@ def test_a_legacy_tflite_gives_predicts_answers(browser, base_url, models_dir, f
     context = browser.new_context()
     # Picked the moment the page opens, while its own model still loads.
     page, log = open_page(context, f"{base_url}/detect?camera=0")
-    page.eval_on_selector("#model-message", "el => { el.dataset.state = ''; }")
-    page.set_input_files("#model-file", str(path))
-    page.wait_for_function(MESSAGE_DONE, timeout=180_000)
-    state, text = page.eval_on_selector("#model-message", "el => [el.dataset.state, el.textContent]")
-    assert state == "ok", text
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=180_000)
+    give_model(page, path)
     worst = []
     for n, (photo, want) in enumerate(zip(photos, reference), start=1):
         page.set_input_files("#image-file", str(photo))
@@ -143,14 +159,15 @@ def test_a_legacy_tflite_gives_predicts_answers(browser, base_url, models_dir, f
     card = page.text_content("#model-card")
     status = page.text_content("#status-line")
     backend = page.get_attribute("body", "data-backend")
-    screenshot(page, f"detect-legacy-{path.stem}")
+    screenshot(page, f"detect-yours-{path.name.replace('.', '-')}")
     context.close()
     figures[name] = {"file": path.name, "backend": backend, "page": sum(w.get("page", w["matched"]) for w in worst),
                      "matched": sum(w["matched"] for w in worst), "of": sum(w["of"] for w in worst),
                      **{k: (min if k.endswith("iou") else max)(w[k] for w in worst)
                         for k in ("box_iou", "mask_iou", "point_px")}}
-    assert backend.startswith("litert-") and "answer check passed" in status, status
-    assert "NHWC input" in card, card
+    onnx = path.suffix == ".onnx"
+    assert backend.startswith("onnx-" if onnx else "litert-") and "answer check passed" in status, status
+    assert ("ONNX (NCHW input" if onnx else "NHWC input") in card, card
     assert sum(w["of"] for w in worst) >= 2 or name in SATURATED
     assert min(w["box_iou"] for w in worst) >= 0.9 and min(w["mask_iou"] for w in worst) >= 0.8, worst
     assert max(w["point_px"] for w in worst) <= 3, worst
@@ -189,12 +206,7 @@ def test_a_legacy_int8_classifier_gives_predicts_top_classes(browser, base_url, 
     context = browser.new_context()
     page, log = open_page(context, f"{base_url}/classify")
     page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
-    page.eval_on_selector("#model-message", "el => { el.dataset.state = ''; }")
-    page.set_input_files("#model-file", str(path))
-    page.wait_for_function(MESSAGE_DONE, timeout=180_000)
-    state, text = page.eval_on_selector("#model-message", "el => [el.dataset.state, el.textContent]")
-    assert state == "ok", text
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=180_000)
+    give_model(page, path)
     for n, (photo, want) in enumerate(zip(photos, reference), start=1):
         page.set_input_files("#image-files", str(photo))
         page.wait_for_function("n => +(document.getElementById('cards').dataset.done || 0) >= n", arg=n,
