@@ -55,12 +55,14 @@ def clip(scenes: str, path: Path, frames: int = 30) -> Path:
 
 
 def open_with(browser, url: str, backend: str, task: str, fixtures: Path | dict = FIXTURES):
-    """/detect with the task's model picked (fixtures/<task>.tflite, or where fixtures is a
-    dict the installed model of id fixtures[task]), the camera running. -> (context, page)"""
+    """/detect with the task's model picked (fixtures/<task>.tflite; where fixtures is a dict,
+    the file fixtures[task] if a Path, else the installed model of that id), the camera
+    running. -> (context, page)"""
     context = browser.new_context()
     page = context.new_page()
-    if isinstance(fixtures, dict):
-        page.goto(f"{url}/detect?camera=0&backend={backend}&model={fixtures[task]}")
+    picked = fixtures[task] if isinstance(fixtures, dict) else fixtures / f"{task}.tflite"
+    if isinstance(picked, str):
+        page.goto(f"{url}/detect?camera=0&backend={backend}&model={picked}")
         page.wait_for_selector("#model-status[data-state='ready']", timeout=300_000)
         page.click("#camera-button")
         wait_frames(page, 3, timeout=120_000)
@@ -68,7 +70,7 @@ def open_with(browser, url: str, backend: str, task: str, fixtures: Path | dict 
     page.goto(f"{url}/detect?camera=0&backend={backend}")
     # an installed model ready, or none installed: either way the page takes one picked
     page.wait_for_selector("#model-status[data-state='ready'], #model-status[data-state='missing']", timeout=300_000)
-    page.set_input_files("#model-file", str(fixtures / f"{task}.tflite"))
+    page.set_input_files("#model-file", str(picked))
     page.wait_for_function("() => document.getElementById('model-message').dataset.state === 'ok'", timeout=120_000)
     page.wait_for_selector("#model-status[data-state='ready']", timeout=120_000)
     page.click("#camera-button")
