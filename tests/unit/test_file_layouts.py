@@ -163,3 +163,30 @@ def test_half_floats_convert_as_numpy_converts_them():
         want = values.astype(np.float16)
     assert got["halves"] == want.view(np.uint16).tolist()
     assert np.array_equal(np.array(got["back"], dtype=np.float64).astype(np.float32), want.astype(np.float32))
+
+
+def test_float16_outputs_read_the_same_decoded_or_as_bits():
+    """ONNX Runtime Web gives float16 outputs as a Float16Array where the browser has one
+    (decoded already), else as their bits in a Uint16Array: both read as the same floats."""
+    values = np.array([412.5, 0.73, -3.25, 0.0], np.float16)
+    script = TFJS_PRELUDE + """
+    const {OnnxGraph} = await import(%s);
+    class Tensor {
+      constructor(type, data, dims) { Object.assign(this, {type, data, dims}); }
+      dispose() {}
+    }
+    const out = [];
+    for (const decoded of [false, true]) {
+      const data = decoded ? Float32Array.from(req.floats) : Uint16Array.from(req.bits);
+      let fed = null;
+      const session = {outputNames: ['output0'], async run(feeds) { fed = feeds.images; return {output0: new Tensor('float16', data, [1, 4])}; }};
+      const graph = new OnnxGraph(session, 'wasm', {name: 'images', shape: [1, 4], dtype: 'float16'}, {Tensor});
+      const [y] = await graph.predict(tf.tensor([req.floats]));
+      out.push({read: Array.from(await y.data()), fed: Array.from(fed.data), fedType: fed.type});
+    }
+    process.stdout.write(JSON.stringify(out));
+    """ % js_url(JS / "runtime/onnx.js")
+    got = run_node(script, {"floats": values.astype(float).tolist(), "bits": values.view(np.uint16).tolist()})
+    for case in got:
+        assert case["read"] == values.astype(float).tolist()
+        assert case["fed"] == values.view(np.uint16).tolist() and case["fedType"] == "float16"

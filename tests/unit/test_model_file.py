@@ -120,7 +120,15 @@ def test_each_file_the_page_cannot_run_gets_its_message(tmp_path):
         "gray.tflite": ("detect", "wants 1 channels"),
         "nokpt.tflite": ("detect", "without a usable kpt_shape"),
         "segment.tflite": ("classify", "open it on /detect"),
+        "labels.tflite": ("detect", "without Ultralytics metadata"),
+        "notask.tflite": ("detect", "metadata names no task"),
     }
+    # another file appended where metadata would be (tflite_support's label list, say)
+    labels = io.BytesIO()
+    with zipfile.ZipFile(labels, "w") as z:
+        z.writestr("labels.txt", "person\nbicycle\n")
+    (tmp_path / "labels.tflite").write_bytes(data[:data.rfind(b"PK\x03\x04")] + labels.getvalue())
+    rezipped(segment, tmp_path / "notask.tflite", zipfile.ZIP_DEFLATED, task=None)
     rezipped(segment, tmp_path / "depth.tflite", zipfile.ZIP_DEFLATED, task="depth")
     (tmp_path / "integer.tflite").write_bytes((LEGACY / "yolo11n_full_integer_quant.tflite").read_bytes())
     rezipped(segment, tmp_path / "nonames.tflite", zipfile.ZIP_DEFLATED, names={})

@@ -53,6 +53,9 @@ function parsedFields(metadata) {
 function readMetadata(name, given, pageTask) {
   const metadata = parsedFields(given);
   const task = metadata.task;
+  if (!task) {
+    throw new ModelFileError(`${name}'s metadata names no task, so the page cannot tell how to read its outputs: ${EXPORT_HINT}.`);
+  }
   if (!FORMATS[task]) {
     throw new ModelFileError(`${name} is a model of task "${task}", which this app does not run (it runs ${Object.keys(FORMATS).join(', ')}).`);
   }
@@ -89,10 +92,12 @@ function readTensors(name, bytes, imgsz) {
   const [h, w] = imgsz;
   const [input] = inputs;
   if (inputs.length !== 1) throw new ModelFileError(`${name} takes ${inputs.length} inputs; an Ultralytics model takes one image.`);
-  const integer = [input, ...outputs].find((t) => !RUNNABLE.includes(t.dtype));
-  if (integer) {
-    throw new ModelFileError(`${name} ${integer === input ? 'takes' : 'gives'} ${integer.dtype} tensors (a full-integer export), which LiteRT.js in the browser cannot ${integer === input ? 'feed' : 'read'} (it takes float32 and uint8): export it with int8=True and the default float input and output (\`yolo export model=best.pt format=litert int8=True\`), or run this file with Ultralytics' predict().`);
+  const other = [input, ...outputs].find((t) => !RUNNABLE.includes(t.dtype));
+  const verb = other === input ? 'takes' : 'gives';
+  if (other && ['int8', 'int16'].includes(other.dtype)) {
+    throw new ModelFileError(`${name} ${verb} ${other.dtype} tensors (a full-integer export), which LiteRT.js in the browser cannot ${other === input ? 'feed' : 'read'} (it takes float32 and uint8): export it with int8=True and the default float input and output (\`yolo export model=best.pt format=litert int8=True\`), or run this file with Ultralytics' predict().`);
   }
+  if (other) throw new ModelFileError(`${name} ${verb} ${other.dtype} tensors, which the page cannot ${other === input ? 'feed' : 'read'} (it reads float32 and uint8).`);
   const shape = input.shape.join();
   const layout = shape === [1, h, w, 3].join() ? 'NHWC' : shape === [1, 3, h, w].join() ? 'NCHW' : null;
   if (!layout) {
@@ -129,7 +134,12 @@ export async function readModelFiles(files, pageTask) {
   if (!isTflite(bytes)) {
     throw new ModelFileError(`${name} is not a model this page can run: it takes a .tflite or an .onnx from Ultralytics' export (${EXPORT_HINT}) or a TF.js folder.`);
   }
-  const metadata = await tfliteMetadata(bytes);
+  let metadata;
+  try {
+    metadata = await tfliteMetadata(bytes);
+  } catch (err) {
+    throw new ModelFileError(`${name}: ${err.message}.`);
+  }
   if (!metadata) {
     throw new ModelFileError(`${name} is a .tflite without Ultralytics metadata (task, class names, input size), so the page cannot tell how to read its outputs: ${EXPORT_HINT}.`);
   }
@@ -159,7 +169,8 @@ function readOnnx(name, file, bytes, pageTask) {
   const [input] = model.inputs;
   if (model.inputs.length !== 1) throw new ModelFileError(`${name} takes ${model.inputs.length} inputs; an Ultralytics model takes one image.`);
   if (!ONNX_INPUTS.includes(input.dtype)) {
-    throw new ModelFileError(`${name} takes ${input.dtype} input; the page feeds float32 or float16.`);
+    const given = input.dtype ? `${input.dtype} input` : 'an input of no tensor type';
+    throw new ModelFileError(`${name} takes ${given}; the page feeds float32 or float16.`);
   }
   // A dynamic export names its batch, height and width: the page feeds one image at the
   // metadata's size.
@@ -215,7 +226,8 @@ async function readTfjsFolder(files, pageTask) {
   const name = `${metadata.description ? 'TF.js folder' : 'model.json'}`;
   const read = readMetadata('This TF.js model', metadata, pageTask);
   if (read.end2end) {
-    throw new ModelFileError('This TF.js model was exported with NMS inside (nms=True), whose TF.js graph needs ops the page does not run: export it without nms, or as a .tflite.');
+    const why = (parsedFields(metadata).args || {}).nms ? 'was exported with NMS inside (nms=True)' : 'has an NMS-free (end-to-end) head';
+    throw new ModelFileError(`This TF.js model ${why}, whose TF.js graph the page does not read: export it as a .tflite or .onnx instead.`);
   }
   const ordered = [byName.get('model.json'), ...shards.map((p) => byName.get(p)), metaFile];
   return {kind: 'tfjs', name, files: ordered, bytes, metadata, outputs: signatureOutputs(graph), ...read};
@@ -237,7 +249,9 @@ function formatOf(model, io) {
   const kind = model.kind === 'onnx' ? `ONNX (NCHW input${io.dynamic ? ', dynamic shapes' : ''})`
     : io.layout === 'NHWC' ? 'TensorFlow Lite (onnx2tf export, NHWC input)' : 'LiteRT export (NCHW input)';
   const weights = {int8: 'int8 weights', float16: 'float16 weights', float32: 'float32'}[io.weights];
-  const quantized = io.input && io.input.dtype === 'uint8' ? ', uint8 input and output' : '';
+  const uint8 = (t) => t && t.dtype === 'uint8';
+  const quantized = [uint8(io.input) && 'uint8 input', (io.outputs || []).some(uint8) && 'uint8 outputs'].filter(Boolean)
+    .map((t) => `, ${t}`).join('');
   const nms = !model.end2end ? '' : (parsedFields(model.metadata).args || {}).nms ? ', NMS inside' : ', NMS-free head';
   return `${kind}, ${weights}${quantized}${nms}`;
 }

@@ -18,7 +18,7 @@ async function runtime() {
   if (ort) return ort;
   const lib = await import(ORT_URL);
   lib.env.wasm.wasmPaths = WASM_DIR;
-  // Threads need a cross-origin isolated page (the app's pages are); two are what phones share well.
+  // Threads need a cross-origin isolated page (the app's pages are): as many as cores, up to four.
   lib.env.wasm.numThreads = globalThis.crossOriginIsolated ? Math.min(4, navigator.hardwareConcurrency || 1) : 1;
   lib.env.logLevel = 'error';
   ort = lib;
@@ -69,9 +69,10 @@ export function fromHalf(half) {
 
 export class OnnxGraph {
   // session: an ort.InferenceSession; input: {name, shape, dtype} the file says (shape with
-  // its named dimensions set from the metadata's image size).
-  constructor(session, accelerator, input) {
+  // its named dimensions set from the metadata's image size); lib: the ort module.
+  constructor(session, accelerator, input, lib) {
     this.session = session;
+    this.lib = lib;
     this.accelerator = accelerator;
     this.runtime = 'onnx';
     this.inputs = [input];
@@ -84,13 +85,16 @@ export class OnnxGraph {
     const {name, dtype} = this.inputs[0];
     const values = await x.data();
     const data = dtype === 'float16' ? Uint16Array.from(values, toHalf) : values;
-    const input = new ort.Tensor(dtype, data, x.shape);
+    const input = new this.lib.Tensor(dtype, data, x.shape);
     let results;
     try {
       results = await this.session.run({[name]: input});
       return this.session.outputNames.map((key) => {
         const out = results[key];
-        const floats = out.type === 'float16' ? Float32Array.from(out.data, fromHalf) : out.data;
+        // float16 comes back as a Float16Array where the browser has one (decoded already),
+        // else as the raw bits in a Uint16Array.
+        const floats = out.type !== 'float16' ? out.data
+          : out.data instanceof Uint16Array ? Float32Array.from(out.data, fromHalf) : Float32Array.from(out.data);
         return tf.tensor(floats instanceof BigInt64Array ? Int32Array.from(floats, Number) : floats, out.dims);
       });
     } finally {
@@ -110,5 +114,5 @@ export class OnnxGraph {
 export async function loadOnnx(bytes, accelerator, input) {
   const lib = await runtime();
   const session = await lib.InferenceSession.create(bytes, {executionProviders: [accelerator], graphOptimizationLevel: 'all'});
-  return new OnnxGraph(session, accelerator, input);
+  return new OnnxGraph(session, accelerator, input, lib);
 }

@@ -106,7 +106,8 @@ export function pythonLiteral(text) {
       const key = value();
       space();
       if (text[at++] !== ':') fail('":" expected');
-      out[String(key)] = value();
+      // defineProperty: a key named __proto__ stays a key
+      Object.defineProperty(out, String(key), {value: value(), enumerable: true, writable: true, configurable: true});
       space();
       if (text[at] === ',') at++;
       else if (text[at] !== '}') fail('"}" expected');
@@ -134,18 +135,26 @@ export function pythonLiteral(text) {
 }
 
 // The Ultralytics metadata of a .tflite, or null when it has none: metadata.json, else the
-// zip's first file as Python's repr (what Ultralytics' own reader falls back to).
+// zip's first file as Python's repr of a dict (what Ultralytics' own reader falls back to;
+// another file there, a label list say, is no Ultralytics metadata).
 export async function tfliteMetadata(bytes) {
   const entries = zipEntries(bytes);
-  const name = 'metadata.json' in entries ? 'metadata.json' : Object.keys(entries)[0];
+  if ('metadata.json' in entries) {
+    try {
+      return JSON.parse(await inflate(entries['metadata.json']));
+    } catch (err) {
+      if (err instanceof ModelFileError) throw err;
+      throw new ModelFileError(`its metadata.json could not be read (${err.message})`);
+    }
+  }
+  const [name] = Object.keys(entries);
   if (!name) return null;
-  let text;
   try {
-    text = await inflate(entries[name]);
-    return name.endsWith('.json') ? JSON.parse(text) : pythonLiteral(text);
+    const value = pythonLiteral(await inflate(entries[name]));
+    return value && typeof value === 'object' && !Array.isArray(value) ? value : null;
   } catch (err) {
     if (err instanceof ModelFileError) throw err;
-    throw new ModelFileError(`its metadata (${name}) could not be read (${err.message})`);
+    return null;
   }
 }
 

@@ -17,7 +17,8 @@ export function isYours(id) {
 function cardOf(manifest) {
   const [, height, width] = manifest.input.shape;
   return {id: manifest.id, title: manifest.title, task: manifest.ultralytics_task, input: {width, height},
-          labels: manifest.labels, kpt_shape: manifest.kpt_shape || null, user: manifest.user};
+          labels: manifest.labels, kpt_shape: manifest.kpt_shape || null, user: manifest.user,
+          answer_reference: manifest.answer_reference};
 }
 
 export class ModelDrop {

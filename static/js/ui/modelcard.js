@@ -81,6 +81,9 @@ function builtRow(card) {
             tools.length ? el('details', {}, el('summary', {}, 'tool versions'), el('p', {}, tools.join(' · '))) : null);
 }
 
+// The backend a visitor's model is checked against, in words.
+const REFERENCES = {'litert-wasm': 'LiteRT.js on WASM', 'onnx-wasm': 'ONNX Runtime on WASM', wasm: 'TF.js on WASM'};
+
 // A model the visitor gave (ui/model-drop.js): what its own metadata says.
 function userRows(card) {
   const {file, bytes, metadata} = card.user;
@@ -92,7 +95,7 @@ function userRows(card) {
     card.user.format ? ['Format', el('dd', {}, card.user.format)] : null,
     ['Classes', el('dd', {}, names)],
     card.kpt_shape ? ['Keypoints', el('dd', {}, `${card.kpt_shape[0]} of ${card.kpt_shape[1]} values`)] : null,
-    ['Checked', el('dd', {}, 'each backend against LiteRT.js on WASM (no source framework here)')],
+    ['Checked', el('dd', {}, `each backend against ${REFERENCES[card.answer_reference] || 'LiteRT.js on WASM'} (no source framework here)`)],
   ].filter(Boolean);
 }
 
