@@ -192,12 +192,16 @@ def test_a_full_integer_file_is_refused_with_its_reason(browser, base_url):
 
 
 @pytest.mark.slow   # trains the classifier first (minutes), unless the models folder has it
-def test_a_legacy_int8_classifier_gives_predicts_top_classes(browser, base_url, models_dir, trained_scenes, tmp_path):
+@pytest.mark.parametrize("kind", ["tflite", "onnx"])
+def test_a_users_classifier_gives_predicts_top_classes(browser, base_url, models_dir, trained_scenes, tmp_path, kind):
     """A YOLO classifier (trained here on scenes: no classify weights exist offline), exported
-    the old way with int8 weights and repr metadata, picked on /classify: predict()'s top 5."""
+    the old way with int8 weights and repr metadata, or as an .onnx, picked on /classify:
+    predict()'s top 5."""
     from converters.scenes.dataset import scene
 
-    path = legacy_tflite(models_dir / ".legacy", trained_scenes("classify"), 64, False, "int8", "repr", classify=True)
+    weights = trained_scenes("classify")
+    path = legacy_tflite(models_dir / ".legacy", weights, 64, False, "int8", "repr", classify=True) if kind == "tflite" \
+        else onnx_file(models_dir / ".onnx", weights, 64)
     photos = []
     for seed in (900_001, 900_002, 900_003):
         image, _ = scene("classify", seed, 64)   # the input's size: neither side resizes
@@ -217,7 +221,7 @@ def test_a_legacy_int8_classifier_gives_predicts_top_classes(browser, base_url, 
         assert top[0][0] == want["top5"][0][0], (photo.name, top, want["top5"])
         assert np.allclose([p for _, p in top], [p for _, p in want["top5"]][:len(top)], atol=0.01)
     card = page.text_content("#model-card")
-    screenshot(page, "classify-legacy-int8")
+    screenshot(page, f"classify-yours-{kind}")
     context.close()
-    assert "NHWC input), int8 weights" in card, card
+    assert ("NHWC input), int8 weights" if kind == "tflite" else "ONNX (NCHW input), float32") in card, card
     assert log.console_errors == [] and log.outside_requests == []
