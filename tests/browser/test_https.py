@@ -305,6 +305,9 @@ def test_camera_works_on_https_with_the_certificate_pinned(pw, https_server, tmp
 
         messages = {}
         for name in ("NotFoundError", "OverconstrainedError", "NotReadableError", "AbortError"):
+            # The page may be showing another message (on a loaded machine, the offer of the
+            # faster server backend): cleared first, so the one read is the camera's.
+            page.eval_on_selector("#camera-message", "el => { el.hidden = true; el.textContent = ''; }")
             page.evaluate(FAIL_CAMERA, name)
             page.wait_for_function("() => !document.getElementById('camera-message').hidden")
             messages[name] = page.inner_text("#camera-message")

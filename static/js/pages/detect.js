@@ -183,7 +183,8 @@ async function maybeOfferServer() {
     const started = performance.now();
     await inferOnServer('detect', modelId, frames.canvas, frames.canvas.width, frames.canvas.height);
     const serverFps = 1000 / (performance.now() - started);
-    if (serverFps > hud.fps * 1.2) {
+    // A message already shown (a camera that failed meanwhile, say) matters more than the offer.
+    if (serverFps > hud.fps * 1.2 && $('camera-message').hidden) {
       showMessage(`The server runs this model at about ${serverFps.toFixed(1)} FPS here, ` +
                   `this browser at ${hud.fps.toFixed(1)} FPS. Choose "Server" as the backend to use it.`);
     }
