@@ -111,7 +111,7 @@ export async function openModel(modelId, allProbed, override, panel, options = {
   panel.status('Reading the model manifest…', 'loading');
   panel.warn(null);
   const manifest = await fetchManifest(modelId);
-  // Only the backends with something to run: a model the visitor gave is a .tflite alone.
+  // Only the backends with something to run: a model the visitor gave is one .tflite or .onnx.
   const offered = probed.filter((p) => hasArtifactFor(manifest, p.name));
   const load = (backend) => loadParts(backend, manifest, parts, create, panel);
   if (manifest.answer_reference && !manifest.answer_check) {
