@@ -1,12 +1,14 @@
-"""yolo: any Ultralytics 8.x model (YOLOv5u, YOLOv8, YOLO11, ...) of the detect, segment, pose,
-OBB or classify task -> TF.js and LiteRT through the ultralytics package's own exports:
+"""yolo: any Ultralytics 8.x model (YOLOv5u, YOLOv8, YOLO11, YOLO26, ...) of the detect, segment,
+pose, OBB, classify, semantic or depth task -> TF.js and LiteRT through the ultralytics package's own exports:
 ``YOLO(...).export(format="pb")`` (ONNX -> onnx2tf -> frozen graph), converted to a
 TF.js graph by converters.tfjs, and ``format="litert"`` (litert-torch), the server's .tflite.
 
 A detector's graph ends at the raw head, [1, 4+nc, anchors] (cx, cy, w, h in input pixels,
 then class scores after sigmoid, then the task's columns); the page decodes it and runs NMS
 ("outputs.format": "yolo-raw", "yolo-seg", "yolo-pose", "yolo-obb"). A classifier's gives
-its probabilities and pooled features ("probabilities"; the classify page opens it). The
+its probabilities and pooled features ("probabilities"; the classify page opens it). A semantic
+model's gives per-pixel class logits and a depth model's a depth map, both upsampled to the
+input as Ultralytics' exports do ("yolo-semantic", "yolo-depth"; the detect page draws them). The
 .tflite is the very file ``yolo export format=litert`` gives a user, metadata inside: its
 layout (NCHW input, boxes as fractions of the input, NCHW prototypes) is the manifest's
 ``graph: ultralytics-litert``, which modelcontract/ultralytics_litert.py and the pages' twin
@@ -17,7 +19,7 @@ read back into the TF.js graph's.
   NAME              an official checkpoint by its file name (yolo11n.pt, yolo26n.pt, yolo11n-seg.pt,
                     yolo11n-pose.pt, yolo26n-obb.pt): the shared folder's copy, else the
                     download cache's, else Ultralytics' release download; sha256-checked (official.py)
-  PATH.pt           an Ultralytics 8.x checkpoint of any of the five tasks
+  PATH.pt           an Ultralytics 8.x checkpoint of any of the seven tasks
   NAME.yaml / PATH  an Ultralytics architecture (bundled name such as yolov8n.yaml, or a
                     file) with random weights (seeded) -- what works offline
   none              yolo11n.yaml with random weights
@@ -54,18 +56,21 @@ from modelcontract.manifest import sha256_file
 
 NAME = "yolo"
 TASK = "detect"
-SUMMARY = "Ultralytics 8.x model (YOLO26/YOLO11/YOLOv8/YOLOv5u, five tasks) via its own exports; raw head, NMS in the page"
+SUMMARY = "Ultralytics 8.x model (YOLO26/YOLO11/YOLOv8/YOLOv5u, seven tasks) via its own exports; raw head, NMS in the page"
 
 DEFAULT_CHECKPOINT = "yolo11n.pt"
 DEFAULT_YAML = "yolo11n.yaml"
-KIND = "Ultralytics 8.x checkpoint (detect, segment, pose, OBB or classify)"
+KIND = "Ultralytics 8.x checkpoint (detect, segment, pose, OBB, classify, semantic or depth)"
 # The task of each model class (ultralytics.nn.tasks) and YAML head taken.
 MODEL_CLASSES = {"DetectionModel": "detect", "SegmentationModel": "segment", "PoseModel": "pose",
-                 "OBBModel": "obb", "ClassificationModel": "classify"}
-HEADS = {"Detect": "detect", "Segment": "segment", "Pose": "pose", "OBB": "obb", "Classify": "classify"}
-EXPECTED = ("expected an Ultralytics 8.x checkpoint of a detection, segmentation, pose, OBB or classification "
-            "model (a pickled ultralytics.nn.tasks " + ", ".join(MODEL_CLASSES) + "), e.g. yolo11n.pt, "
-            "yolov8n-seg.pt, yolo11n-pose.pt, yolo11n-obb.pt or yolo11n-cls.pt")
+                 "OBBModel": "obb", "ClassificationModel": "classify",
+                 "SemanticSegmentationModel": "semantic", "DepthModel": "depth"}
+HEADS = {"Detect": "detect", "Segment": "segment", "Pose": "pose", "OBB": "obb", "Classify": "classify",
+         "SemanticSegment": "semantic", "Depth": "depth"}
+EXPECTED = ("expected an Ultralytics 8.x checkpoint of a detection, segmentation, pose, OBB, classification, "
+            "semantic segmentation or depth model (a pickled ultralytics.nn.tasks " + ", ".join(MODEL_CLASSES) +
+            "), e.g. yolo11n.pt, yolov8n-seg.pt, yolo11n-pose.pt, yolo11n-obb.pt, yolo11n-cls.pt, "
+            "yolo26n-sem.pt or yolo26n-depth.pt")
 IMGSZ = 640  # the default input side; --imgsz builds another (IMGSZ_STEP multiples) beside it
 IMGSZ_STEP = 32  # the largest stride of the Detect head
 # Decoding defaults for the page (ultralytics' predict defaults, fewer boxes).
@@ -75,9 +80,10 @@ PAGE_NMS = {"iou": 0.7, "score": 0.25, "max_det": 100, "agnostic": False}
 
 def input_spec(imgsz: int = IMGSZ, task: str = "detect") -> dict:
     """Ultralytics' own preprocessing: a letterbox for the detectors; for a classifier,
-    classify_transforms' shorter side resized to imgsz and the centre crop (crop fraction 1)."""
+    classify_transforms' shorter side resized to imgsz and the centre crop (crop fraction 1);
+    for depth the photo stretched to the square (its predictor's scale_fill)."""
     resize = {"resize": "center-crop", "crop_fraction": 1.0} if task == "classify" \
-        else {"resize": "letterbox", "pad_value": 114}
+        else {"resize": "stretch"} if task == "depth" else {"resize": "letterbox", "pad_value": 114}
     return {
         "shape": [1, imgsz, imgsz, 3], "layout": "NHWC", "dtype": "float32", "color": "RGB",
         "range": [0.0, 1.0], **resize,
@@ -169,8 +175,8 @@ def _checkpoint_source(source: sources.Source) -> sources.Source:
     tasks = [task for cls, task in MODEL_CLASSES.items() if f"ultralytics.nn.tasks {cls}" in names]
     if not tasks:
         other = sorted(n.split(" ")[1] for n in names if n.startswith("ultralytics.nn.tasks "))
-        raise ConverterError(f"{source.path.name} is not an Ultralytics detection, segmentation, pose, OBB or "
-                             f"classification checkpoint ({', '.join(other) or 'no ultralytics model inside'}); "
+        raise ConverterError(f"{source.path.name} is not an Ultralytics detection, segmentation, pose, OBB, "
+                             f"classification, semantic or depth checkpoint ({', '.join(other) or 'no ultralytics model inside'}); "
                              f"{EXPECTED}", "pass such a .pt (e.g. yolo11n.pt, yolo11n-seg.pt) with --weights PATH")
     if source.licence is None:
         source.licence = sources.user_licence(KIND)
@@ -251,9 +257,11 @@ class Verified(stages.DetectorVerified):
 
 # The manifest's outputs.format per Ultralytics task (modelcontract/decode.py reads each).
 FORMATS = {"detect": "yolo-raw", "segment": "yolo-seg", "pose": "yolo-pose", "obb": "yolo-obb",
-           "classify": "probabilities"}
+           "classify": "probabilities", "semantic": "yolo-semantic", "depth": "yolo-depth"}
+DETECTOR_TASKS = ("detect", "segment", "pose", "obb")
 ROLE_OF_RANK = {3: "head", 4: "prototypes"}
 CLASSIFIER_ROLES = ("probabilities", "features")
+DENSE_ROLES = tuple(child.DENSE.values())  # a dense model's one output: "logits" or "depth"
 
 
 def _role_names(shapes: dict, reference: dict | None = None) -> dict:
@@ -266,6 +274,8 @@ def _role_names(shapes: dict, reference: dict | None = None) -> dict:
             return dict(zip(CLASSIFIER_ROLES, shapes))
         return {role: by_shape[tuple(np.shape(value))] for role, value in reference.items()
                 if tuple(np.shape(value)) in by_shape}
+    if reference is not None and len(reference) == 1 and set(reference) <= set(DENSE_ROLES):
+        return dict(zip(reference, shapes))
     return {ROLE_OF_RANK[len(shape)]: name for name, shape in shapes.items()}
 
 
@@ -310,7 +320,7 @@ def load(ctx) -> Loaded:
     np.save(request["answer_input"], answers.model_input(spec))
     # calibrated at the default size whatever --imgsz says: the same random weights as the 640 build
     np.save(request["calibration"], prepare(sources.load_photo("zidane.jpg"), INPUT)[0])
-    if task != "classify":  # detections of this size against the training size's (the child decides)
+    if task in DETECTOR_TASKS:  # detections of this size against the training size's (the child decides)
         request["agreement"] = {photo: str(folder / f"agreement-{photo}-reference.npz")
                                 for photo in detections.AGREEMENT_PHOTOS}
     return Loaded(tmp=tmp, request=request, spec=spec, x=x)
@@ -355,6 +365,8 @@ def _output_names(outputs: list, reference: dict) -> dict:
     segmentation model's prototypes. A classifier's two (probabilities, features) are told
     apart by shape (``_role_names``), as onnx2tf may reorder them."""
     ordered = sorted(outputs, key=lambda o: o["key"])
+    if set(reference) <= set(DENSE_ROLES):
+        return {role: o["name"] for role, o in zip(reference, ordered)}
     if set(reference) == set(CLASSIFIER_ROLES):
         return _role_names({o["name"]: o["shape"] for o in ordered}, reference)
     return {role: o["name"] for role, o in zip(("head", "prototypes"), ordered)} if ordered \
@@ -377,6 +389,10 @@ def verify(ctx, loaded: Loaded, exported: Exported) -> Verified:
     def compare(tfjs_out: dict, litert_out: dict) -> stages.Comparison:
         got, served = _roles(tfjs_out, reference), _roles(_converter_layout(ctx, exported, litert_out), reference)
         server = compare_roles(reference, served)
+        if set(reference) <= set(DENSE_ROLES):  # a class map or depth map: how much of it agrees
+            return stages.Comparison(tfjs={**compare_roles(reference, got), **dense_agreement(reference, got)},
+                                     server={**server, **dense_agreement(reference, served)},
+                                     server_ok=server["relative"] <= parity.TARGETS["none"])
         if "head" not in reference:  # a classifier: the same top 5 besides parity
             return stages.Comparison(
                 tfjs={**compare_roles(reference, got), "same_top5": _top5(reference) == _top5(got)},
@@ -407,6 +423,16 @@ def _converter_layout(ctx, exported: Exported, litert_out: dict) -> dict:
     """The LiteRT file's outputs in the TF.js graph's layout (modelcontract.ultralytics_litert)."""
     return ultralytics_litert.converter_outputs(litert_out, (ctx.imgsz, ctx.imgsz), exported.result["nc"],
                                                 exported.result.get("kpt_shape"))
+
+
+def dense_agreement(reference: dict, candidate: dict) -> dict:
+    """A semantic model's share of input pixels of the same class (argmax of the logits); a
+    depth model's largest relative difference."""
+    if "logits" in reference:
+        same = np.argmax(reference["logits"], -1) == np.argmax(candidate["logits"], -1)
+        return {"same_class_share": round(float(same.mean()), 6)}
+    ref, got = reference["depth"], candidate["depth"]
+    return {"depth_max_relative": float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-6)))}
 
 
 def _top5(outputs: dict) -> list[int]:
@@ -457,7 +483,14 @@ MEANINGS = {
     "probabilities": "softmax probabilities over the classes (index = labels[i])",
     "features": "the pooled head (global average pool before the classifier layer): an image's feature "
                 "vector, which the classify page's Teach mode compares",
+    "logits": "per-pixel class logits [1, input, input, nc] (NHWC), upsampled 8x (bilinear) from the head as "
+              "Ultralytics' exports give them: a pixel's class is the argmax, once cropped to the letterbox's "
+              "content and resized to the photo",
+    "depth": "depth map [1, input, input, 1] (NHWC), positive, in the units the model was trained in (metres "
+             "for a metric model), upsampled 4x (bilinear, align_corners) from the head as Ultralytics' "
+             "exports give it; resized to the photo",
 }
+TITLES = {"classify": "classifier", "semantic": "class map", "depth": "depth map"}
 
 
 def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dict:
@@ -473,9 +506,12 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
     stem = Path(result["yaml"] or "yolo").stem
     size = "" if ctx.imgsz == IMGSZ else f", {ctx.imgsz} px"
     classifier = result["task"] == "classify"
+    detector = result["task"] in DETECTOR_TASKS
+    if result["task"] == "depth":
+        labels = ["depth"]  # Ultralytics names its one channel "0" or "depth"
     answer_keys = {role: role if classifier else name for role, name in names.items()}
     fields = {
-        "title": f"Ultralytics {stem} " + ("(classifier" if classifier else "(raw head, NMS in page") + f"{size})",
+        "title": f"Ultralytics {stem} (" + TITLES.get(result["task"], "raw head, NMS in page") + f"{size})",
         "ultralytics_task": result["task"],
         "graph": ultralytics_litert.GRAPH,
         "input": {"name": exported.input_name, **loaded.spec},
@@ -484,16 +520,17 @@ def describe(ctx, loaded: Loaded, exported: Exported, verified: Verified) -> dic
             # a classifier's tensors are keyed as the classify page and server read them
             "tensors": [{"name": names[role], ("key" if classifier else "role"): role,
                          "shape": list(reference[role].shape), "dtype": "float32", "meaning": MEANINGS[role]}
-                        for role in (*ROLE_OF_RANK.values(), *CLASSIFIER_ROLES) if role in names],
+                        for role in (*ROLE_OF_RANK.values(), *CLASSIFIER_ROLES, *DENSE_ROLES) if role in names],
             "execute": "execute",
         },
-        **({} if classifier else {"nms": {**PAGE_NMS, "where": "page"}}),
+        **({"nms": {**PAGE_NMS, "where": "page"}} if detector else {}),
         "labels": labels,
         **({"kpt_shape": result["kpt_shape"]} if result.get("kpt_shape") else {}),
         "tfjs": {"model": "tfjs/model.json"},
         "server": {"runtime": "litert", "model": "model.tflite", "quantization": "none",
                    "note": "Ultralytics' own LiteRT export (format=litert), its metadata inside; NCHW input, "
-                           "boxes as fractions of the input (graph: ultralytics-litert)",
+                           + ("NCHW output" if not detector and not classifier else "boxes as fractions of the input")
+                           + " (graph: ultralytics-litert)",
                    **(_litert_keys(checked.outputs["litert"], reference) if classifier else {})},
         "architecture": {"yaml": result["yaml"], "head": result["head"], "parameters": result["parameters"]},
         "parity": {

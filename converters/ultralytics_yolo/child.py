@@ -17,6 +17,8 @@ import numpy as np
 from ..errors import ConverterError
 
 RANDOM_SEED = 0
+# The dense tasks' one output, by role: per-pixel class logits, a depth map.
+DENSE = {"semantic": "logits", "depth": "depth"}
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -73,7 +75,8 @@ def main(request_file: str) -> None:
     yolo = YOLO(request["weights"])
     model = yolo.model
     kinds = {tasks.DetectionModel: "detect", tasks.SegmentationModel: "segment", tasks.PoseModel: "pose",
-             tasks.OBBModel: "obb", tasks.ClassificationModel: "classify"}
+             tasks.OBBModel: "obb", tasks.ClassificationModel: "classify",
+             tasks.SemanticSegmentationModel: "semantic", tasks.DepthModel: "depth"}
     if type(model) not in kinds:
         raise SystemExit(f"WRONG-KIND: {type(model).__name__} is not one of "
                          f"{', '.join(k.__name__ for k in kinds)}")
@@ -90,6 +93,11 @@ def main(request_file: str) -> None:
     task = kinds[type(model)]
     if task == "classify":
         _classify_with_features()
+    if task in DENSE:
+        # The exported head's form: a semantic head's logits and a depth head's map upsampled
+        # to the input (8x, 4x), as both exports give them; eval mode gives them smaller.
+        head = model.model[-1]
+        head.export, head.format = True, "pb"
     model.eval()
 
     def head_outputs(net, x_nhwc) -> dict:
@@ -99,6 +107,8 @@ def main(request_file: str) -> None:
             y = net(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2).contiguous())
         if task == "classify":  # (probabilities, features): _classify_with_features
             return {"probabilities": y[0].numpy(), "features": y[1].numpy()}
+        if task in DENSE:  # [1, C, H, W] -> NHWC, as the TF graph has it
+            return {DENSE[task]: y.permute(0, 2, 3, 1).numpy()}
         y = y[0] if isinstance(y, (list, tuple)) else y
         if isinstance(y, (list, tuple)):  # Segment: [head, prototypes NCHW]
             return {"head": y[0].numpy(), "prototypes": y[1].permute(0, 2, 3, 1).numpy()}
@@ -139,6 +149,7 @@ def main(request_file: str) -> None:
     # YOLO26's NMS-free one-to-one head instead).
     started = time.perf_counter()
     pb = Path(yolo.export(format="pb", imgsz=request["imgsz"], nms=None, device="cpu")).resolve()
+    _align_corners(pb, pb.with_suffix(".onnx"))
     web = Path("web_model").resolve()
     tfjs.convert_frozen_model(pb, web, quantize=request["quantize"])
     seconds = time.perf_counter() - started
@@ -166,6 +177,30 @@ def main(request_file: str) -> None:
         "agreement_side": side if done else None,
         "agreement_photos": done,
     }))
+
+
+def _align_corners(pb: Path, onnx_file: Path) -> None:
+    """Give the frozen graph's bilinear resizes the ONNX graph's align_corners where it has it:
+    onnx2tf writes every one half-pixel, which put a depth head (three align_corners=True
+    upsamples) 1e-3 from PyTorch in TensorFlow and 2.5e-2 in TF.js, against 2e-7 once set.
+    The two graphs hold their bilinear resizes in the same order."""
+    import onnx
+    import tensorflow as tf
+
+    modes = [next((a.s.decode() for a in node.attribute if a.name == "coordinate_transformation_mode"),
+                  "half_pixel") for node in onnx.load(str(onnx_file)).graph.node
+             if node.op_type == "Resize" and any(a.name == "mode" and a.s == b"linear" for a in node.attribute)]
+    if "align_corners" not in modes:
+        return
+    graph = tf.compat.v1.GraphDef()
+    graph.ParseFromString(pb.read_bytes())
+    resizes = [node for node in graph.node if node.op == "ResizeBilinear"]
+    if len(resizes) != len(modes):
+        raise SystemExit(f"{len(modes)} bilinear resizes in the ONNX graph, {len(resizes)} in TensorFlow's")
+    for node, mode in zip(resizes, modes):
+        if mode == "align_corners":
+            node.attr["align_corners"].b, node.attr["half_pixel_centers"].b = True, False
+    pb.write_bytes(graph.SerializeToString())
 
 
 def _trained_side(yolo) -> int | None:
