@@ -48,15 +48,17 @@ def has_random_weights(manifest: dict) -> bool:
 
 # /detect's picker groups, in order: what a model finds, by its outputs.format (other tasks'
 # models are all of one group).
-GROUPS = {"yolo-seg": "segment", "yolo-pose": "pose", "yolo-obb": "obb"}
+GROUPS = {"yolo-seg": "segment", "yolo-pose": "pose", "yolo-obb": "obb", "yolo-semantic": "semantic",
+          "yolo-depth": "depth"}
 GROUP_LABELS = {"detect": "Objects", "segment": "Segments (instance masks)", "pose": "People (pose)",
-                "obb": "Oriented boxes (aerial)"}
+                "obb": "Oriented boxes (aerial)", "semantic": "Class maps (semantic segmentation)",
+                "depth": "Depth maps"}
 # converters/ultralytics_yolo/official.py KIND: a release checkpoint, sha256-checked
 OFFICIAL_KIND = "official Ultralytics checkpoint"
 
 
 def group(manifest: dict) -> str:
-    """"detect", "segment", "pose" or "obb" for a detector; else its task."""
+    """"detect", "segment", "pose", "obb", "semantic" or "depth" for a detect-page model; else its task."""
     fmt = (manifest.get("outputs") or {}).get("format")
     return GROUPS.get(fmt, "detect" if manifest.get("task") == "detect" else manifest.get("task"))
 

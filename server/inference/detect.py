@@ -1,6 +1,7 @@
 """Detection runner: the manifest's input contract, the .tflite, and the decoding of
 modelcontract.decode (the same as static/js/contract/decode.js), so the API returns what the page
-draws."""
+draws. A dense model (semantic segmentation, depth) on the detect page runs here too: no
+detections, its map (modelcontract.dense, the twin of dense.js) encoded beside them."""
 from __future__ import annotations
 
 import time
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from modelcontract import dense, ultralytics_litert
 from modelcontract.decode import DETECT_FORMATS, DetectOptions, decode_detections, nms_defaults
-from modelcontract import ultralytics_litert
 from modelcontract.geometry import prepare
 
 from ..settings import Settings
@@ -22,8 +23,9 @@ class DetectRunner(Runner):
     def __init__(self, manifest: dict, folder: Path, settings: Settings | None = None):
         super().__init__(manifest, folder, settings)
         self.format = manifest.get("outputs", {}).get("format")
-        if self.format not in DETECT_FORMATS:
-            raise ValueError(f"detector output format {self.format!r} is not one of {DETECT_FORMATS}")
+        if self.format not in DETECT_FORMATS + dense.DENSE_FORMATS:
+            raise ValueError(f"detector output format {self.format!r} is not one of "
+                             f"{DETECT_FORMATS + dense.DENSE_FORMATS}")
         self.labels = list(manifest.get("labels") or [])
         self.model = ultralytics_litert.wrap(self.load_tflite(manifest["server"]["model"]), manifest)
         self.defaults = nms_defaults(manifest)
@@ -47,9 +49,14 @@ class DetectRunner(Runner):
         outputs = self.model.run1(x)
         t2 = time.perf_counter()
         height, width = image.shape[:2]
-        detections = decode_detections(self.format, outputs, self.manifest, transform, width, height, opts)
+        if self.format in dense.DENSE_FORMATS:
+            values = dense.decode_dense(self.format, outputs, transform, width, height)
+            found = {"detections": [], **dense.result(self.format, values, self.labels)}
+        else:
+            found = {"detections": decode_detections(self.format, outputs, self.manifest, transform, width, height,
+                                                     opts)}
         t3 = time.perf_counter()
-        return {"model": self.id, "image": {"width": width, "height": height}, "detections": detections,
+        return {"model": self.id, "image": {"width": width, "height": height}, **found,
                 "timing_ms": timing(t0, t1, t2, t3)}
 
 

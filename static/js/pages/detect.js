@@ -1,17 +1,20 @@
 // Live detection page: camera / video / image -> letterbox -> detector -> boxes on a canvas
-// and a results list; optionally tracks with IDs and a counting line (TrackingPanel). One
-// frame in flight (FrameSource); every tensor disposed.
+// and a results list; optionally tracks with IDs and a counting line (TrackingPanel). A dense
+// model (semantic segmentation, depth) draws its map instead, with a legend and the value
+// under the pointer. One frame in flight (FrameSource); every tensor disposed.
 import {urlOverride, runModel} from '../runtime/runtime.js';
 import {PageSession} from '../runtime/session.js';
 import {outputNames} from '../contract/manifest.js';
 import {prepareInput} from '../contract/geometry.js';
 import {decode} from '../contract/decode.js';
+import {decodeDense, depthSummary, isDense, semanticSummary} from '../contract/dense.js';
 import {drawFrame, drawBoxes} from '../ui/draw.js';
+import {drawClassMap, drawDepthMap, hideLegend, pointAt, showLegend} from '../ui/dense-view.js';
 import {Hud} from '../ui/hud.js';
 import {FrameSource} from '../runtime/sources.js';
 import {TrackingPanel, download} from '../ui/tracking-panel.js';
 import {CanvasRecorder} from '../ui/recorder.js';
-import {serverReady, inferOnServer} from '../runtime/server-backend.js';
+import {serverReady, inferOnServer, serverMap} from '../runtime/server-backend.js';
 import {ModelDrop} from '../ui/model-drop.js';
 
 const tf = globalThis.tf;
@@ -20,6 +23,8 @@ const $ = (id) => document.getElementById(id);
 const state = {
   frames: 0,
   offered: false,      // the "server is faster" offer was shown
+  map: null,           // a dense model's last map {values, width, height} (contract/dense.js)
+  mirrored: false,     // how the last frame was drawn
 };
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
@@ -57,6 +62,7 @@ const session = new PageSession({
   opened: ({manifest}) => {
     fillClassFilter(manifest.labels);
     applyNmsDefaults(manifest);
+    showTaskControls(manifest);
   },
   restart: () => frames.restart(),
 });
@@ -83,9 +89,28 @@ function showMessage(text) {
   el.textContent = text || '';
 }
 
+// A dense model's results: its classes by share, or its depth range.
+function denseItems(result) {
+  const item = (text) => Object.assign(document.createElement('li'), {textContent: text});
+  if (result.semantic) {
+    return result.semantic.classes.map((c) => {
+      const li = item(`${c.label} ${(c.share * 100).toFixed(1)}% of the picture`);
+      Object.assign(li.dataset, {classId: c.class_id, label: c.label, share: c.share.toFixed(6), pixels: c.pixels});
+      return li;
+    });
+  }
+  const {min, max, mean} = result.depth;
+  const li = item(`depth ${min.toFixed(2)} (nearest) to ${max.toFixed(2)} (farthest), mean ${mean.toFixed(2)}`);
+  Object.assign(li.dataset, {min: min.toFixed(6), max: max.toFixed(6), mean: mean.toFixed(6)});
+  return [li];
+}
+
 function renderResults(result, trackIds) {
   const list = $('results');
-  list.replaceChildren(...result.detections.map((d) => {
+  if (result.semantic || result.depth) {
+    list.replaceChildren(...denseItems(result));
+    showLegend($('map-legend'), result);
+  } else list.replaceChildren(...result.detections.map((d) => {
     const li = document.createElement('li');
     const id = trackIds.get(d.box.join(','));
     if (id != null) li.dataset.trackId = String(id);
@@ -116,6 +141,9 @@ function show(frame, result, mirrored, timing, t0) {
     view.height = frame.height;
   }
   drawFrame(ctx, frame.canvas, mirrored);
+  state.mirrored = mirrored;
+  if (result.semantic) drawClassMap(ctx, state.map, session.opened.manifest.labels, mirrored);
+  if (result.depth) drawDepthMap(ctx, state.map, result.depth, mirrored);
   tracking.update(result.detections, mirrored, frame.time);
   const trackIds = tracking.idsByBox();
   drawBoxes(ctx, result.detections.map((d) => (trackIds.has(d.box.join(','))
@@ -147,14 +175,18 @@ async function detectInBrowser(frame, {mirrored}) {
   }
   outputs = Array.isArray(outputs) ? outputs : [outputs];
   const t2 = performance.now();
-  let detections;
+  const found = {detections: []};
   try {
-    detections = await decode(manifest, outputs, prepared, options());
+    if (isDense(manifest)) {
+      state.map = await decodeDense(manifest, outputs, {...prepared, width: frame.width, height: frame.height});
+      if (manifest.outputs.format === 'yolo-semantic') found.semantic = semanticSummary(state.map, manifest.labels);
+      else found.depth = depthSummary(state.map);
+    } else found.detections = await decode(manifest, outputs, prepared, options());
   } finally {
     tf.dispose(outputs);
   }
   const timing = {preprocess: t1 - t0, model: t2 - t1, postprocess: performance.now() - t2};
-  const result = {model: manifest.id, image: {width: frame.width, height: frame.height}, detections,
+  const result = {model: manifest.id, image: {width: frame.width, height: frame.height}, ...found,
                   timing_ms: timing};
   return show(frame, result, mirrored, timing, t0);
 }
@@ -168,6 +200,8 @@ async function detectOnServer(frame, {mirrored, file}) {
   if (opts.classes.size) params.classes = Array.from(opts.classes).join(',');
   const result = await inferOnServer('detect', session.opened.manifest.id, frame.canvas, frame.width, frame.height,
                                      params, file);
+  const entry = result.semantic || result.depth;
+  if (entry) state.map = await serverMap(entry);
   return show(frame, result, mirrored, {preprocess: 0, model: performance.now() - t0, postprocess: 0}, t0);
 }
 
@@ -210,6 +244,34 @@ function applyNmsDefaults(manifest) {
     $('iou-value').textContent = inModel ? 'in the model' : inGraph ? `${nms.iou} (in model)` : String(nms.iou);
   }
   $('score').min = inGraph && nms.score != null ? nms.score : 0.05;
+}
+
+// A dense model has no boxes: the thresholds, class filter and tracking do not apply to it.
+function showTaskControls(manifest) {
+  const dense = isDense(manifest);
+  for (const id of ['score', 'max-det', 'class-filter', 'track-toggle']) $(id).disabled = dense;
+  $('counting').hidden = dense;
+  if (dense) {
+    $('iou').disabled = true;
+    if ($('track-toggle').checked) $('track-toggle').click();
+  }
+  $('results-title').textContent = {'yolo-semantic': 'Classes', 'yolo-depth': 'Depth'}[manifest.outputs.format]
+    || 'Detections';
+  state.map = null;
+  hideLegend($('map-legend'), $('map-pointer'));
+}
+
+// The class or depth under the pointer (or a finger on a phone).
+function showPointer(event) {
+  const pointer = $('map-pointer');
+  const hit = state.map && pointAt(view, event, state.map, state.mirrored);
+  pointer.hidden = !hit;
+  if (!hit) return;
+  const {manifest} = session.opened;
+  const what = manifest.outputs.format === 'yolo-depth' ? `depth ${hit.value.toFixed(2)}`
+    : manifest.labels[hit.value] ?? String(hit.value);
+  pointer.textContent = `${what} at (${hit.x}, ${hit.y})`;
+  Object.assign(pointer.dataset, {x: hit.x, y: hit.y, value: String(hit.value)});
 }
 
 function downloadSnapshot() {
@@ -264,6 +326,8 @@ async function main() {
     });
   }
   $('max-det').addEventListener('change', rerunImage);
+  view.addEventListener('pointermove', showPointer);
+  view.addEventListener('pointerdown', showPointer);
   $('class-filter').addEventListener('change', rerunImage);
 
   // Your own model (a .tflite or a TF.js folder, dropped or picked), kept from an earlier

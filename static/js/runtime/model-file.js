@@ -12,9 +12,11 @@ import {isOnnx, onnxModel} from './onnx-file.js';
 export {ModelFileError};
 
 export const MAX_MODEL_BYTES = 400 * 1024 * 1024;   // beyond this, LiteRT.js's WASM heap gives out
-export const PAGE_TASKS = {detect: ['detect', 'segment', 'pose', 'obb'], classify: ['classify']};
-const FORMATS = {detect: 'yolo-raw', segment: 'yolo-seg', pose: 'yolo-pose', obb: 'yolo-obb', classify: 'probabilities'};
-const PAGE_OF = {detect: '/detect', segment: '/detect', pose: '/detect', obb: '/detect', classify: '/classify'};
+export const PAGE_TASKS = {detect: ['detect', 'segment', 'pose', 'obb', 'semantic', 'depth'], classify: ['classify']};
+const FORMATS = {detect: 'yolo-raw', segment: 'yolo-seg', pose: 'yolo-pose', obb: 'yolo-obb', classify: 'probabilities',
+                 semantic: 'yolo-semantic', depth: 'yolo-depth'};
+const PAGE_OF = {classify: '/classify'};   // every other task: /detect
+const DENSE_ROLES = {semantic: 'logits', depth: 'depth'};   // a dense model's one output
 const NMS = {iou: 0.7, score: 0.25, max_det: 100, agnostic: false};   // Ultralytics' predict defaults
 const EXPORT_HINT = 'export it with `yolo export model=best.pt format=litert` (Ultralytics 8.4.83 or later)';
 
@@ -60,7 +62,7 @@ function readMetadata(name, given, pageTask) {
     throw new ModelFileError(`${name} is a model of task "${task}", which this app does not run (it runs ${Object.keys(FORMATS).join(', ')}).`);
   }
   if (!PAGE_TASKS[pageTask].includes(task)) {
-    throw new ModelFileError(`${name} is a ${task} model: open it on ${PAGE_OF[task]}.`);
+    throw new ModelFileError(`${name} is a ${task} model: open it on ${PAGE_OF[task] || '/detect'}.`);
   }
   const labels = labelsOf(metadata.names);
   const imgsz = Array.isArray(metadata.imgsz) ? metadata.imgsz.map(Number) : [Number(metadata.imgsz), Number(metadata.imgsz)];
@@ -71,7 +73,8 @@ function readMetadata(name, given, pageTask) {
   if (kptShape && !(kptShape.length === 2 && kptShape[0] > 0 && [2, 3].includes(kptShape[1]))) {
     throw new ModelFileError(`${name} is a pose model without a usable kpt_shape in its metadata.`);
   }
-  const end2end = task !== 'classify' && Boolean(metadata.end2end || (metadata.args || {}).nms);
+  // only a detector's head can hold NMS (a classifier's and a dense model's never do)
+  const end2end = PAGE_TASKS.detect.slice(0, 4).includes(task) && Boolean(metadata.end2end || (metadata.args || {}).nms);
   return {task, labels, imgsz, kptShape, end2end};
 }
 
@@ -238,7 +241,8 @@ async function readTfjsFolder(files, pageTask) {
 // probabilities, then (the converter's graphs) its pooled features. model.json's signature
 // names them without shapes: the order is the converter's own rule (ultralytics_yolo).
 function tfjsTensors(model) {
-  const roles = model.task === 'classify' ? ['probabilities', 'features'] : ['head', 'prototypes'];
+  const roles = model.task === 'classify' ? ['probabilities', 'features']
+    : DENSE_ROLES[model.task] ? [DENSE_ROLES[model.task]] : ['head', 'prototypes'];
   const byName = (a, b) => a.name.localeCompare(b.name, 'en', {numeric: true});
   return [...model.outputs].sort(byName).slice(0, 2).map((o, i) => ({name: o.name, key: roles[i], role: roles[i]}));
 }
@@ -267,9 +271,11 @@ export function userManifest(model, {id, url, files, added}) {
   const {metadata, task, labels, imgsz, kptShape} = model;
   const [h, w] = imgsz;
   const classify = task === 'classify';
+  const dense = DENSE_ROLES[task];
   const single = model.kind !== 'tfjs';   // one file: a .tflite or an .onnx
   const tensors = !single ? tfjsTensors(model)
     : classify ? [{name: 'probabilities', key: 'probabilities', shape: [1, labels.length]}]
+    : dense ? [{name: dense, key: dense, role: dense}]
     : [{name: 'head', key: 'head', role: 'head'},
        ...(task === 'segment' ? [{name: 'prototypes', key: 'prototypes', role: 'prototypes'}] : [])];
   const title = String(metadata.description || model.name).replace(/^Ultralytics /, '').replace(/ model trained on .*$/, '');
@@ -285,10 +291,11 @@ export function userManifest(model, {id, url, files, added}) {
     id, title: `${title} (your ${given})`, task: classify ? 'classify' : 'detect', ultralytics_task: task,
     created: new Date(added).toISOString(), quantization: io && io.weights !== 'float32' ? io.weights : 'none',
     input: {shape: [1, h, w, 3], layout: 'NHWC', dtype: 'float32', color: 'RGB', range: [0, 1],
-            resize: classify ? 'center-crop' : 'letterbox', ...(classify ? {crop_fraction: 1} : {pad_value: 114}),
+            ...(classify ? {resize: 'center-crop', crop_fraction: 1}
+              : task === 'depth' ? {resize: 'stretch'} : {resize: 'letterbox', pad_value: 114}),
             scale: 1 / 255, mean: [0, 0, 0], std: [1, 1, 1]},
     outputs: {format: FORMATS[task], tensors, execute: 'execute'},
-    ...(classify ? {} : {nms: {...NMS, where: model.end2end ? 'model' : 'page'}}),
+    ...(classify || dense ? {} : {nms: {...NMS, where: model.end2end ? 'model' : 'page'}}),
     ...(kptShape ? {kpt_shape: kptShape} : {}),
     ...(io ? {file_io: {...io, end2end: Boolean(model.end2end)}} : {}),
     labels,

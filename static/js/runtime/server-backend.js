@@ -100,3 +100,23 @@ export async function inferOnServer(task, modelId, source, width, height, params
   body.timing_ms = {...(body.timing_ms || {}), round_trip: performance.now() - started};
   return body;
 }
+
+// A result's "semantic" or "depth" entry -> its map {values, width, height}, as decodeDense
+// gives it: the PNG's grey level is a class id, or a depth step of the range (the browser
+// decodes a 16-bit PNG to 8 bits: depth comes back to 1/255 of the range here).
+export async function serverMap(entry) {
+  const bytes = Uint8Array.from(atob(entry.map.data), (c) => c.charCodeAt(0));
+  const bitmap = await createImageBitmap(new Blob([bytes], {type: 'image/png'}),
+                                         {colorSpaceConversion: 'none', premultiplyAlpha: 'none'});
+  const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(bitmap, 0, 0);
+  bitmap.close();
+  const rgba = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+  const count = canvas.width * canvas.height;
+  const depth = entry.map.encoding === 'png16';
+  const values = depth ? new Float32Array(count) : new Uint8Array(count);
+  const step = depth ? (entry.max - entry.min) / 255 : 1;
+  for (let i = 0; i < count; i++) values[i] = depth ? entry.min + rgba[i * 4] * step : rgba[i * 4];
+  return {values, width: canvas.width, height: canvas.height};
+}

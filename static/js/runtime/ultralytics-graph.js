@@ -9,6 +9,9 @@
 // NHWC prototypes, which decode.js reads. This wrapper moves between them around LiteRtGraph
 // (litert.js) or OnnxGraph (onnx.js), so one decode (and one NMS) serves every file. It
 // mirrors Ultralytics' own LiteRT and ONNX backends (ultralytics/nn/backends/).
+// A semantic model's class logits and a depth model's map come NCHW ([1, C, H, W]) and leave
+// NHWC; the ONNX export of a semantic model gives its class map ([1, H, W], argmax inside),
+// which leaves one-hot, so dense.js's resize and argmax give the same classes back.
 
 const tf = globalThis.tf;
 
@@ -56,6 +59,7 @@ export class UltralyticsGraph {
     this.accelerator = graph.accelerator;
     this.task = manifest.ultralytics_task;
     this.classify = this.task === 'classify';
+    this.dense = this.task === 'semantic' || this.task === 'depth';
     const [, height, width] = manifest.input.shape;
     this.size = [height, width];
     this.nc = manifest.labels.length;
@@ -98,7 +102,8 @@ export class UltralyticsGraph {
     try {
       return tf.tidy(() => {
         const real = outputs.map((t) => this.dequantized(t));
-        return this.classify ? this.classifierOutputs(real, outputNames) : this.detectorOutputs(real);
+        if (this.classify) return this.classifierOutputs(real, outputNames);
+        return this.dense ? this.denseOutputs(real) : this.detectorOutputs(real);
       });
     } finally {
       tf.dispose(outputs);
@@ -118,6 +123,15 @@ export class UltralyticsGraph {
       if (!found) throw new Error(`the .tflite has no output shaped [${this.shapeOf[name]}] for ${name}`);
       return found.clone();
     });
+  }
+
+  // A dense model's one output -> [1, H, W, C]: logits or depth NHWC, a class map one-hot.
+  denseOutputs([out]) {
+    if (out.rank === 3) {
+      return [tf.equal(out.toInt().expandDims(3), tf.range(0, this.nc, 1, 'int32').reshape([1, 1, 1, -1])).toFloat()];
+    }
+    if (out.rank !== 4) throw new Error(`the model gives [${out.shape}], not the [1, C, H, W] map its metadata's task makes`);
+    return [this.nhwc ? out.clone() : out.transpose([0, 2, 3, 1])];
   }
 
   // [head, prototypes?] in any order -> [head [1, 4 + nc + extras, A] in pixels, prototypes NHWC].
