@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from modelcontract import limits as contract_limits
 from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.custom_gestures import GESTURE_SETS
 
@@ -150,15 +149,16 @@ def openapi_document():
     return jsonify(openapi.document())
 
 
-def infer(task: str, configure):
-    """Body -> parameters -> runner -> decode -> result. ``configure(runner)`` reads the
-    task's parameters and returns ``run(rgb) -> result``. A multipart body carries the form
-    fields, so it is read first; a raw body is read only once the parameters are valid."""
+def infer(task: str, declared: tuple, configure):
+    """Body -> parameters -> runner -> decode -> result. The model parameter picks the runner,
+    the route's others (``declared``, server/params.py) are read against it, and
+    ``configure(runner, values)`` returns ``run(rgb) -> result``. A multipart body carries the
+    form fields, so it is read first; a raw body is read only once the parameters are valid."""
     started = time.perf_counter()
     with compute_slot():
         data = params.read_image() if params.is_multipart() else None
-        runner = get_runner(task, params.param_model())
-        run = configure(runner)
+        runner = get_runner(task, params.MODEL.read())
+        run = configure(runner, params.read_all(declared, runner))
         if data is None:
             data = params.read_image()
         decoded, decode_ms = decode(data)
@@ -167,38 +167,32 @@ def infer(task: str, configure):
 
 @bp.post("/detect")
 def detect():
-    def configure(runner):
-        opts = params.detect_options(runner)
+    def configure(runner, values):
+        opts = runner.options(**values)  # its ParameterError: an IoU other than its in-graph NMS's
         return lambda rgb: runner(rgb, opts)
 
-    return infer("detect", configure)
+    return infer("detect", params.DETECT, configure)
 
 
 @bp.post("/classify")
 def classify():
-    def configure(runner):
-        k = params.param_int("top_k", 1, runner.num_classes)
+    def configure(runner, values):
         custom = params.read_custom(CLASS_SETS)
         if custom is not None and runner.features_key is None:
             raise Problem(400, "bad_custom", f"model {runner.id} has no feature output for your classes "
                                              "(rebuild it, or use efficientnet-lite0)")
-        return lambda rgb: runner(rgb, k, custom=custom)
+        return lambda rgb: runner(rgb, **values, custom=custom)
 
-    return infer("classify", configure)
+    return infer("classify", params.CLASSIFY, configure)
 
 
 @bp.post("/hands")
 def hands():
-    def configure(runner):
-        score = params.param_float("score")
-        detect_score = params.param_float("detect_score")
-        max_hands = params.param_int("max_det", 1, contract_limits.MAX_HANDS)
-        variant = params.param_choice("variant", runner.variants)
+    def configure(runner, values):
         custom = params.read_custom(GESTURE_SETS)
-        return lambda rgb: runner(rgb, max_hands=max_hands, score=score, variant=variant, detect_score=detect_score,
-                                  custom=custom)
+        return lambda rgb: runner(rgb, **values, custom=custom)
 
-    return infer("handpose", configure)
+    return infer("handpose", params.HANDS, configure)
 
 
 @bp.post("/track")
@@ -213,16 +207,15 @@ def track():
 
 def _track(started: float):
     data = params.read_video() if params.is_multipart() else None
-    model_id = params.param_model()
-    line = params.param_line()
-    stride = params.param_int("stride", 1, limits.MAX_VIDEO_STRIDE) or 1
+    model_id = params.MODEL.read()
+    video_args = params.read_all(params.VIDEO)  # line, stride: bound by no model
     runner = get_runner("detect", model_id)
-    opts = params.detect_options(runner)
+    opts = runner.options(**params.read_all(params.DETECT, runner))
     if data is None:
         data = params.read_video()
     app_config = current_app.config
     answer, decode_ms = track_video(
-        runner, opts, data, line=line, stride=stride, max_pixels=int(app_config["MAX_IMAGE_PIXELS"]),
+        runner, opts, data, **video_args, max_pixels=int(app_config["MAX_IMAGE_PIXELS"]),
         max_frames=int(app_config.get("MAX_VIDEO_FRAMES") or limits.DEFAULT_MAX_VIDEO_FRAMES))
     return respond(answer, started, decode_ms)
 

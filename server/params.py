@@ -1,22 +1,37 @@
-"""The API's request parsing: query and form parameters, and the uploads (the image or video,
-the optional ``custom`` set). Each reader checks what it reads and raises a Problem (400
-bad_parameter, missing_<field>, bad_custom...; 415 for an upload of the wrong type) naming
-the parameter and what it should be; absent, it gives None.
+"""The API's request parameters, declared once, and its uploads.
+
+Each route's query/form parameters are a tuple of ``Param`` (DETECT, TRACK, CLASSIFY, HANDS
+below): name, kind, range or choices, the default the server fixes (else the model's), the
+doc, and what the model bounds. ``read`` parses a parameter (absent: its default) and raises
+a Problem, 400 bad_parameter, that quotes its declared range; ``schema`` is the same
+declaration as OpenAPI (server/openapi.py writes the routes' ``parameters`` from it).
+
+Bound by the model: a limit given as a name ("num_classes", "variants") is, when a request is
+parsed, that attribute of the runner the request chose; in the document, the installed models'
+value (openapi.installed_bounds, from their manifests). ``enum`` names the only values the
+model or the registry accepts: the document lists them where they are known, the runner or
+registry refuses another (DetectRunner.options: 400 bad_parameter; the registry: 404
+unknown_model, 400 wrong_task), so the parser checks only the range or syntax.
 
 A parameter comes from the multipart form when the body is one, else from the query string.
 Images come as the multipart field ``image`` or as the raw body (image/jpeg, image/png,
 image/webp or any image/* type, application/octet-stream: the bytes decide, and only JPEG,
 PNG and WebP decode); videos the same ways, as ``video`` (video/mp4, video/webm,
-video/x-msvideo or any video/* type, application/octet-stream).
+video/x-msvideo or any video/* type, application/octet-stream). The uploads' readers raise
+400 missing_<field>, duplicate_<field>, bad_custom, or 415 for an upload of the wrong type.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from flask import request
 
 from modelcontract import limits as contract_limits
+from modelcontract.decode import DEFAULT_TOP_K
 from modelcontract.example_sets import ExampleFileError
+from modelcontract.hands import DEFAULT_MAX_HANDS
 
 from . import images, limits, video
 from .errors import Problem
@@ -27,9 +42,7 @@ VIDEO_TYPES = set(video.MIME_TYPES) | {"application/octet-stream"}
 _FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{1,3})?")
 _INT = re.compile(r"[+-]?\d{1,9}")
 
-
-def bad_parameter(message: str) -> Problem:
-    return Problem(400, "bad_parameter", message)
+NUMBER, INTEGER, CHOICE, TEXT = "number", "integer", "choice", "text"
 
 
 def is_multipart() -> bool:
@@ -45,77 +58,153 @@ def raw(name: str) -> str | None:
     return request.args.get(name)
 
 
-def param_float(name: str, low: float = 0.0, high: float = 1.0) -> float | None:
-    text = raw(name)
-    if text is None:
-        return None
-    number = text.strip()
-    if not _FLOAT.fullmatch(number) or not (low <= float(number) <= high):
-        raise bad_parameter(f"{name} must be a number from {low:g} to {high:g}, got {text[:40]!r}")
-    return float(number)
+def bad_parameter(message: str) -> Problem:
+    return Problem(400, "bad_parameter", message)
 
 
-def param_int(name: str, low: int, high: int) -> int | None:
-    text = raw(name)
-    if text is None:
-        return None
-    number = text.strip()
-    if not _INT.fullmatch(number) or not (low <= int(number) <= high):
-        raise bad_parameter(f"{name} must be an integer from {low} to {high}, got {text[:40]!r}")
-    return int(number)
+@dataclass(frozen=True)
+class Param:
+    """One query or form parameter of a route. Limits are values, or the name of what the
+    model bounds them with (see the module docstring)."""
+    name: str
+    kind: str  # NUMBER, INTEGER, CHOICE or TEXT
+    doc: str  # the OpenAPI description
+    low: float | str = 0  # NUMBER, INTEGER: the range, inclusive
+    high: float | str | None = 1  # None: no upper bound known (the document's, with no model installed)
+    choices: tuple[str, ...] | str = ()  # CHOICE
+    enum: str = ""  # the only values the model accepts, checked by the runner or registry
+    pattern: str = ""  # TEXT: its syntax (a regular expression, matched whole)
+    max_length: int | None = None  # TEXT
+    parse: Callable[[str], Any] | None = None  # TEXT: text -> value, None when bad; default: the text
+    what: str = ""  # TEXT: "<name> must be <what>, got ..."
+    shown: int = 40  # characters of a bad value that the message quotes
+    default: Any = None  # the value when absent; None: the model's default (the runner's)
+    arg: str = ""  # the runner's keyword for it (default: name)
+
+    def resolved(self, bound: Callable[[str], Any]) -> tuple:
+        """(low, high, choices), the model's values in: ``bound(name)`` gives them."""
+        def value(v):
+            return bound(v) if isinstance(v, str) and v else v
+        return value(self.low), value(self.high), value(self.choices)
+
+    def must_be(self, low, high, choices) -> str:
+        if self.kind == NUMBER:
+            return f"a number from {low:g} to {high:g}"
+        if self.kind == INTEGER:
+            return f"an integer from {low} to {high}"
+        if self.kind == CHOICE:
+            return f"one of {', '.join(choices)}"
+        return self.what
+
+    def read(self, runner=None):
+        """The request's value (absent: ``default``), checked against the limits ``runner``
+        (the model chosen) sets; else a 400 bad_parameter quoting them."""
+        text = raw(self.name)
+        if text is None:
+            return self.default
+        low, high, choices = self.resolved(lambda name: getattr(runner, name))
+        value = None
+        if self.kind in (NUMBER, INTEGER):
+            number = text.strip()
+            syntax, cast = (_FLOAT, float) if self.kind == NUMBER else (_INT, int)
+            if syntax.fullmatch(number) and low <= cast(number) <= high:
+                value = cast(number)
+        elif self.kind == CHOICE:
+            value = text if text in choices else None
+        elif self.parse is not None:
+            value = self.parse(text)
+        elif re.fullmatch(self.pattern, text):
+            value = text
+        if value is None:
+            raise bad_parameter(f"{self.name} must be {self.must_be(low, high, choices)}, "
+                                f"got {text[:self.shown]!r}")
+        return value
+
+    def schema(self, bounds: dict) -> dict:
+        """The parameter's JSON Schema in the document, the model's values from ``bounds``."""
+        low, high, choices = self.resolved(bounds.get)
+        enum = bounds.get(self.enum) if self.enum else None
+        kind = {NUMBER: "number", INTEGER: "integer"}.get(self.kind, "string")
+        if enum:  # one value (an in-graph NMS's IoU) or several (the installed model ids)
+            return {"type": kind, "enum": list(enum) if isinstance(enum, (tuple, list)) else [enum]}
+        if self.kind in (NUMBER, INTEGER):
+            schema = {"type": kind, "minimum": low}
+            if high is not None:
+                schema["maximum"] = high
+        elif self.kind == CHOICE:
+            schema = {"type": kind, "enum": list(choices)}
+        else:
+            schema = {"type": kind, "pattern": f"^{self.pattern}$"}
+            if self.max_length:
+                schema["maxLength"] = self.max_length
+        if self.default is not None:
+            schema["default"] = self.default
+        return schema
 
 
-def param_choice(name: str, choices: list[str]) -> str | None:
-    text = raw(name)
-    if text is None:
-        return None
-    if text not in choices:
-        raise bad_parameter(f"{name} must be one of {', '.join(choices)}, got {text[:40]!r}")
-    return text
+def read_all(declared: tuple[Param, ...], runner=None) -> dict:
+    """{runner keyword: value} of ``declared`` but MODEL (read first: it picks the runner)."""
+    return {p.arg or p.name: p.read(runner) for p in declared if p is not MODEL}
 
 
-def param_model() -> str | None:
-    """The model id asked for (syntax only: the registry says whether it is installed)."""
-    text = raw("model")
-    if text is None:
-        return None
-    if not contract_limits.is_model_id(text):
-        raise bad_parameter(f"model must be an installed model id, got {text[:60]!r}")
-    return text
-
-
-def param_classes() -> frozenset[int] | None:
-    """The detector's class filter: comma-separated class ids (server/limits.py)."""
-    text = raw("classes")
-    if text is None:
-        return None
-    ids = limits.parse_class_ids(text)
-    if ids is None:
-        raise bad_parameter(f"classes must be class ids separated by commas, got {text[:40]!r}")
-    return ids
-
-
-def param_line() -> tuple[list[float], list[float]] | None:
-    """The counting line "x1,y1,x2,y2" in source pixels (server/limits.py LINE_PATTERN),
-    from (x1, y1) to (x2, y2): "in" is a crossing to its right, as on the page."""
-    text = raw("line")
-    if text is None:
-        return None
+def _line(text: str) -> tuple[list[float], list[float]] | None:
+    """The counting line "x1,y1,x2,y2" in source pixels, from (x1, y1) to (x2, y2): "in" is
+    a crossing to its right, as on the page."""
     line = text.strip()
     if not limits.LINE.fullmatch(line):
-        raise bad_parameter(f"line must be x1,y1,x2,y2 in pixels (numbers of at most 6 digits "
-                            f"before the point), got {text[:60]!r}")
+        return None
     x1, y1, x2, y2 = (float(v) for v in line.split(","))
     if (x1, y1) == (x2, y2):
         raise bad_parameter(f"line must join two different points, got {text[:60]!r}")
     return [x1, y1], [x2, y2]
 
 
-def detect_options(runner):
-    """/detect's parameters (also /track's) -> the runner's options (its ParameterError: a
-    value the model can't honour, e.g. an IoU other than its in-graph NMS's)."""
-    return runner.options(score=param_float("score"), iou=param_float("iou"),
-                          max_det=param_int("max_det", 1, contract_limits.MAX_DET), classes=param_classes())
+# ---------------------------------------------------------------------------- the declaration
+
+MODEL = Param("model", TEXT, "installed model id of the task (GET /api/v1/models); default: the first of the task's "
+                             "installed float32 (unquantised) models, in preference order, that can serve (when none "
+                             "is installed: of its models with a server artifact)",
+              pattern=contract_limits.MODEL_ID_PATTERN, enum="model_ids", what="an installed model id", shown=60)
+
+DETECT = (
+    MODEL,
+    Param("score", NUMBER, f"minimum score (default: the manifest's, {contract_limits.DEFAULT_SCORE})"),
+    # A detector with NMS in its graph accepts only its own IoU (DetectRunner.options, else 400).
+    Param("iou", NUMBER, f"NMS IoU threshold (default: the manifest's, {contract_limits.DEFAULT_IOU}; the default "
+                         "model's own when it runs NMS in its graph)", enum="nms_iou"),
+    Param("max_det", INTEGER,
+          f"maximum detections (default {contract_limits.DEFAULT_MAX_DET}; in-graph NMS caps it at its own row count)",
+          low=1, high=contract_limits.MAX_DET),
+    Param("classes", TEXT, "only these class ids, comma-separated (default: all). Boxes of other classes are no "
+                           "candidates: they take no max_det place and suppress nothing (as the detect page's "
+                           "class filter)",
+          pattern=limits.CLASS_IDS_PATTERN, max_length=limits.CLASS_IDS_MAX_LENGTH, parse=limits.parse_class_ids,
+          what="class ids separated by commas"),
+)
+# /track's own, read before the model is chosen (none is bound by it); they go to track_video.
+VIDEO = (
+    Param("line", TEXT, "the counting line x1,y1,x2,y2 in source pixels, from (x1, y1) to (x2, y2), two different "
+                        "points (default: none, no counts)",
+          pattern=limits.LINE_PATTERN, parse=_line, shown=60,
+          what="x1,y1,x2,y2 in pixels (numbers of at most 6 digits before the point)"),
+    Param("stride", INTEGER, "track every n-th frame (1, 1 + n, ...; default 1: every frame). All frames are decoded "
+                             "and count against the frame limit", low=1, high=limits.MAX_VIDEO_STRIDE, default=1),
+)
+TRACK = DETECT + VIDEO
+CLASSIFY = (
+    MODEL,
+    Param("top_k", INTEGER, f"number of classes returned (default {DEFAULT_TOP_K}, at most the model's class count)",
+          low=1, high="num_classes", arg="k"),
+)
+HANDS = (
+    MODEL,
+    Param("score", NUMBER, "minimum hand presence score (default 0.5, the library's)"),
+    Param("detect_score", NUMBER, "palm detection score cut, MediaPipe's min_detection_confidence (default 0.5, the "
+                                  "library's); the hands page's slider"),
+    Param("max_det", INTEGER, f"maximum hands (default {DEFAULT_MAX_HANDS})", low=1, high=contract_limits.MAX_HANDS,
+          arg="max_hands"),
+    Param("variant", CHOICE, "model pair (default full)", choices="variants"),
+)
 
 
 # ---------------------------------------------------------------------------- uploads

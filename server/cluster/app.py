@@ -25,7 +25,7 @@ from ray import serve
 
 from .. import config, create_app
 from ..errors import Problem, error_bytes, upload_too_large
-from ..inference import RUNNERS, ModelUnavailable, Registry
+from ..inference import RUNNERS, Registry
 from ..settings import Settings, load
 from .remote import Unavailable, detach, remote_runners
 
@@ -170,7 +170,7 @@ class ModelServer:
     def describe(self, model_id: str):
         try:
             return detach(self.registry.get(self.task, model_id))
-        except (LookupError, ValueError, ModelUnavailable) as exc:
+        except Problem as exc:  # the registry's every refusal (unknown, wrong task, none, unavailable)
             return Unavailable(f"{exc} (model deployment {self.task!r}, models {self.models_dir})")
 
     def run_one(self, model_id: str, image, args: tuple, kwargs: dict):
