@@ -168,7 +168,7 @@ def infer(task: str, declared: tuple, configure):
 @bp.post("/detect")
 def detect():
     def configure(runner, values):
-        opts = runner.options(**values)  # its ParameterError: an IoU other than its in-graph NMS's
+        opts = runner.options(**values)  # a 400 for an IoU other than its in-graph NMS's
         return lambda rgb: runner(rgb, opts)
 
     return infer("detect", params.DETECT, configure)

@@ -5,7 +5,7 @@ health routes; a person browsing to a missing page gets an HTML page.
     raise Problem(400, "bad_parameter", "score must be a number from 0 to 1, got 'x'")
 
 Parameters, uploads, the cluster ingress's body reader, the image and video decoders and the
-model registry (server/inference) all raise it, or a subclass naming its status and code,
+model registry (server/inference) all raise it (no subclasses: the status and code are data),
 and ``init_app`` renders it wherever it is raised.
 """
 from __future__ import annotations
@@ -23,13 +23,6 @@ CODES = {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 408: "
          429: "too_many_requests", 500: "internal_error", 503: "unavailable"}
 
 
-def _restore(cls, message: str, state: dict) -> Problem:
-    problem = cls.__new__(cls)
-    Exception.__init__(problem, message)
-    problem.__dict__.update(state)
-    return problem
-
-
 class Problem(Exception):
     """A request that can't be answered: its HTTP ``status``, a stable machine-readable
     ``code`` and a ``message`` for a person (what was wrong, and how to do it right)."""
@@ -39,9 +32,8 @@ class Problem(Exception):
         self.status, self.code, self.message = status, code, message
 
     def __reduce__(self):
-        # Subclasses take other arguments: pickle the state, not the arguments (a Ray replica's
-        # exception reaches the ingress pickled).
-        return _restore, (type(self), self.message, self.__dict__.copy())
+        # A Ray replica's exception reaches the ingress pickled.
+        return Problem, (self.status, self.code, self.message)
 
 
 def error_json(code: str, message: str) -> dict:

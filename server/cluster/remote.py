@@ -15,7 +15,7 @@ from werkzeug.exceptions import ServiceUnavailable
 
 from modelcontract import ultralytics_litert
 
-from ..inference import ModelUnavailable
+from ..inference import model_unavailable
 from ..inference.litert import LiteRTModel
 
 
@@ -74,7 +74,7 @@ def remote_runners(handles: dict) -> dict:
         def build(manifest: dict, folder, settings=None) -> RemoteRunner:
             answer = handles[task].describe.remote(manifest["id"]).result()
             if isinstance(answer, Unavailable):
-                raise ModelUnavailable(answer.message)
+                raise model_unavailable(answer.message)
             return RemoteRunner(answer, handles[task])
 
         return build

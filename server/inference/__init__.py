@@ -29,7 +29,7 @@ from modelcontract import manifest as contract
 from .. import config, manifests
 from ..errors import Problem
 from ..settings import Settings, load
-from .base import ModelUnavailable, ParameterError, Runner
+from .base import UNAVAILABLE, Runner, model_unavailable, parameter_error
 from . import litert
 from .classify import ClassifyRunner
 from .detect import DetectRunner
@@ -38,32 +38,14 @@ from .hands import HandsRunner
 RUNNERS: dict[str, type[Runner]] = {"detect": DetectRunner, "classify": ClassifyRunner, "handpose": HandsRunner}
 EXTENSION = "datarailroad.inference"
 
-__all__ = ["Registry", "registry", "UnknownModel", "WrongTask", "NoModel", "ModelUnavailable", "ParameterError",
-           "RUNNERS"]
+__all__ = ["Registry", "registry", "model_unavailable", "parameter_error", "RUNNERS"]
 
 
-# The registry's errors are Problems (server/errors.py): the API answers them as they are.
-# Their other bases keep the cluster's catches (LookupError, ValueError) meaningful.
-class UnknownModel(Problem, LookupError):
-    """No installed model has the id asked for (-> 404)."""
-
-    def __init__(self, model_id: str, installed: list[str]):
-        super().__init__(404, "unknown_model", f"model {model_id!r} is not installed"
-                         + (f"; installed for this task: {', '.join(installed)}" if installed else ""))
-
-
-class WrongTask(Problem, ValueError):
-    """The model asked for is of another task (-> 400)."""
-
-    def __init__(self, message: str):
-        super().__init__(400, "wrong_task", message)
-
-
-class NoModel(Problem, LookupError):
-    """No model of the task is installed (-> 503 with the install command)."""
-
-    def __init__(self, message: str):
-        super().__init__(503, "no_model", message)
+# The registry's errors are Problems (server/errors.py), status and code as data: the API
+# answers them as they are.
+def unknown_model(model_id: str, installed: list[str]) -> Problem:
+    return Problem(404, "unknown_model", f"model {model_id!r} is not installed"
+                   + (f"; installed for this task: {', '.join(installed)}" if installed else ""))
 
 
 def is_default_candidate(manifest: dict) -> bool:
@@ -122,32 +104,32 @@ class Registry:
                     return f"{name}: {exc}"
         return None
 
-    def _unavailable(self, mid: str, version: tuple, why: str) -> ModelUnavailable:
+    def _unavailable(self, mid: str, version: tuple, why: str) -> Problem:
         self._failures[mid] = (version, why)
-        return ModelUnavailable(f"model {mid!r} cannot serve: {why}; {manifests.REBUILD}")
+        return model_unavailable(f"model {mid!r} cannot serve: {why}; {manifests.REBUILD}")
 
     def default_ids(self, task: str) -> list[str]:
-        """The task's default models in the order the API tries them (NoModel: none)."""
+        """The task's default models in the order the API tries them (503 no_model: none)."""
         of_task = [m for m in self.manifests.installed() if m.get("task") == task]
         candidates = [m for m in of_task if is_default_candidate(m)] or [m for m in of_task if m.get("server")]
         if not candidates:
             hint = manifests.INSTALL_HINTS.get(task)
-            raise NoModel(f"no {task} model is installed on the server"
+            raise Problem(503, "no_model", f"no {task} model is installed on the server"
                           + (f"; install one with: {hint}" if hint else ""))
         return [m["id"] for m in candidates]
 
     def choose(self, task: str, model_id: str | None) -> manifests.Model:
         """The model asked for (or the task's first default), valid: a broken one raises
-        ModelUnavailable; a missing one UnknownModel (or NoModel for the default)."""
+        503 model_unavailable; a missing one 404 unknown_model (or 503 no_model for the default)."""
         if model_id is None:
             model_id = self.default_ids(task)[0]
         model = self.manifests.get(model_id)
         if model is None:
-            raise UnknownModel(model_id, [m["id"] for m in self.manifests.installed() if m.get("task") == task])
+            raise unknown_model(model_id, [m["id"] for m in self.manifests.installed() if m.get("task") == task])
         if model.error:
-            raise ModelUnavailable(f"model {model_id!r} cannot serve: {model.error}; {manifests.REBUILD}")
+            raise model_unavailable(f"model {model_id!r} cannot serve: {model.error}; {manifests.REBUILD}")
         if model.manifest.get("task") != task:
-            raise WrongTask(f"model {model_id!r} is a {model.manifest.get('task')} model, not {task}")
+            raise Problem(400, "wrong_task", f"model {model_id!r} is a {model.manifest.get('task')} model, not {task}")
         return model
 
     def get(self, task: str, model_id: str | None = None) -> Runner:
@@ -159,15 +141,17 @@ class Registry:
         for candidate in self.default_ids(task):
             try:
                 return self._runner(self.choose(task, candidate))
-            except ModelUnavailable as exc:
+            except Problem as exc:
+                if exc.code != UNAVAILABLE:
+                    raise
                 first = first or exc
         raise first
 
     def _runner(self, model: manifests.Model) -> Runner:
         task, mid, manifest = model.manifest["task"], model.id, model.manifest
         if not manifest.get("server"):
-            raise ModelUnavailable(f"model {mid!r} has no server artifact in its manifest; "
-                                   "rebuild it with the converter")
+            raise model_unavailable(f"model {mid!r} has no server artifact in its manifest; "
+                                    "rebuild it with the converter")
         version = self._version(model)
         cached = self._runners.get(mid)
         if cached and cached[0] == version:
@@ -187,8 +171,10 @@ class Registry:
                 raise self._unavailable(mid, version, problem)
             try:
                 runner = self.runners[task](manifest, model.folder, self.settings)
-            except ModelUnavailable as exc:
-                raise self._unavailable(mid, version, str(exc)) from None
+            except Problem as exc:
+                if exc.code != UNAVAILABLE:
+                    raise
+                raise self._unavailable(mid, version, exc.message) from None
             except (KeyError, ValueError, TypeError, IndexError, StopIteration) as exc:
                 raise self._unavailable(mid, version, f"its manifest does not describe a usable {task} model "
                                                       f"({type(exc).__name__}: {exc})") from None

@@ -10,19 +10,17 @@ from ..settings import Settings, load
 from .litert import LiteRTModel
 
 
-class ParameterError(Problem, ValueError):
-    """A request parameter the model cannot honour (-> 400 bad_parameter)."""
-
-    def __init__(self, name: str, message: str):
-        super().__init__(400, "bad_parameter", message)
-        self.name = name
+UNAVAILABLE = "model_unavailable"
 
 
-class ModelUnavailable(Problem, RuntimeError):
-    """An installed manifest whose server artifact is missing or does not load (-> 503)."""
+def parameter_error(message: str) -> Problem:
+    """A request parameter the model cannot honour."""
+    return Problem(400, "bad_parameter", message)
 
-    def __init__(self, message: str):
-        super().__init__(503, "model_unavailable", message)
+
+def model_unavailable(message: str) -> Problem:
+    """An installed manifest whose server artifact is missing or does not load."""
+    return Problem(503, UNAVAILABLE, message)
 
 
 class Runner:
@@ -39,8 +37,8 @@ class Runner:
     def load_tflite(self, relative: str) -> LiteRTModel:
         path = (self.folder / relative).resolve()
         if self.folder.resolve() not in path.parents:
-            raise ModelUnavailable(f"{self.id}: server artifact {relative!r} lies outside the model folder")
+            raise model_unavailable(f"{self.id}: server artifact {relative!r} lies outside the model folder")
         try:
             return LiteRTModel(path, threads=self.settings.infer_threads, pool_size=self.settings.interpreters)
         except (OSError, ValueError, RuntimeError) as exc:
-            raise ModelUnavailable(f"{self.id}: could not load {relative}: {exc}") from exc
+            raise model_unavailable(f"{self.id}: could not load {relative}: {exc}") from exc

@@ -14,7 +14,7 @@ from modelcontract.decode import DETECT_FORMATS, DetectOptions, decode_detection
 from modelcontract.geometry import prepare
 
 from ..settings import Settings
-from .base import ParameterError, Runner
+from .base import Runner, parameter_error
 
 
 class DetectRunner(Runner):
@@ -32,14 +32,14 @@ class DetectRunner(Runner):
 
     def options(self, score: float | None, iou: float | None, max_det: int | None,
                 classes: frozenset[int] | None = None) -> DetectOptions:
-        """Request parameters -> options (already range-checked by the API), or ParameterError."""
+        """Request parameters -> options (already range-checked by the API), or a 400 Problem."""
         opts = DetectOptions(score=self.defaults["score"] if score is None else score,
                              iou=self.defaults["iou"] if iou is None else iou,
                              max_det=self.defaults["max_det"] if max_det is None else max_det,
                              classes=classes or None)
         if self.format == "nms" and iou is not None and abs(iou - self.defaults["iou"]) > 1e-6:
-            raise ParameterError("iou", f"model {self.id} runs NMS inside its graph at IoU "
-                                        f"{self.defaults['iou']}; iou cannot be changed for it (omit it)")
+            raise parameter_error(f"model {self.id} runs NMS inside its graph at IoU "
+                                  f"{self.defaults['iou']}; iou cannot be changed for it (omit it)")
         return opts
 
     def __call__(self, image: np.ndarray, opts: DetectOptions) -> dict:
@@ -58,6 +58,13 @@ class DetectRunner(Runner):
         t3 = time.perf_counter()
         return {"model": self.id, "image": {"width": width, "height": height}, **found,
                 "timing_ms": timing(t0, t1, t2, t3)}
+
+
+    def dense_map(self, image: np.ndarray) -> np.ndarray:
+        """A dense model's map of ``image`` (modelcontract.dense): what __call__ encodes."""
+        x, transform = prepare(image, self.manifest["input"])
+        height, width = image.shape[:2]
+        return dense.decode_dense(self.format, self.model.run1(x), transform, width, height)
 
 
 def timing(t0: float, t1: float, t2: float, t3: float) -> dict:

@@ -28,7 +28,7 @@ from modelcontract.hands import (DEFAULT_MAX_HANDS, HANDEDNESS, VARIANTS, associ
                                  decode_palms, palm_to_roi, person_handedness, project_landmarks)
 
 from ..settings import Settings
-from .base import ModelUnavailable, Runner
+from .base import Runner, model_unavailable
 
 # landmark .tflite output names (manifest server.note; TF.js renumbers them, see converters/handpose/__init__.py)
 LANDMARK_TFLITE = {"landmarks": "Identity", "hand_flag": "Identity_1", "handedness": "Identity_2",
@@ -58,12 +58,12 @@ class HandsRunner(Runner):
         if variant not in self._models:
             files = self.manifest["server"]["models"]
             if f"detector_{variant}" not in files or f"landmark_{variant}" not in files:
-                raise ModelUnavailable(f"{self.id} has no {variant} models")
+                raise model_unavailable(f"{self.id} has no {variant} models")
             detector = self.load_tflite(files[f"detector_{variant}"])
             landmark = self.load_tflite(files[f"landmark_{variant}"])
             missing = set(LANDMARK_TFLITE.values()) - set(landmark.output_keys)
             if missing:
-                raise ModelUnavailable(f"{self.id}: landmark model lacks outputs {sorted(missing)}")
+                raise model_unavailable(f"{self.id}: landmark model lacks outputs {sorted(missing)}")
             self._models[variant] = (detector, landmark)
         return self._models[variant]
 
