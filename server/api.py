@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from flask import Blueprint, current_app, jsonify, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from modelcontract import dense
 from modelcontract.custom_classes import CLASS_SETS
 from modelcontract.custom_gestures import GESTURE_SETS
 
@@ -210,6 +211,9 @@ def _track(started: float):
     model_id = params.MODEL.read()
     video_args = params.read_all(params.VIDEO)  # line, stride: bound by no model
     runner = get_runner("detect", model_id)
+    if (runner.manifest.get("outputs") or {}).get("format") in dense.DENSE_FORMATS:
+        raise Problem(400, "wrong_task", f"model {runner.id!r} gives a map of each picture, not objects to track; "
+                                         "/api/v1/detect answers it frame by frame")
     opts = runner.options(**params.read_all(params.DETECT, runner))
     if data is None:
         data = params.read_video()

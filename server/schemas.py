@@ -48,8 +48,42 @@ SCHEMAS = {
     "DetectResult": {
         "type": "object", "required": ["model", "image", "detections", "timing_ms"], "additionalProperties": False,
         "properties": {"model": {"type": "string"}, "image": {"$ref": "#/components/schemas/ImageSize"},
-                       "detections": {"type": "array", "items": {"$ref": "#/components/schemas/Detection"}},
+                       "detections": {"type": "array", "items": {"$ref": "#/components/schemas/Detection"},
+                                      "description": "empty for a semantic segmentation or depth model"},
+                       "semantic": {"$ref": "#/components/schemas/SemanticMap"},
+                       "depth": {"$ref": "#/components/schemas/DepthMap"},
                        "timing_ms": {"$ref": "#/components/schemas/Timing"}},
+    },
+    "EncodedMap": {
+        "type": "object", "required": ["encoding", "data"], "additionalProperties": False,
+        "description": "a map of the photo, one value a pixel, as a base64 greyscale PNG of the photo's size "
+                       "(modelcontract/dense.py decode_map reads it back)",
+        "properties": {"encoding": {"enum": ["png", "png16"],
+                                    "description": "png: 8-bit, each value a class id; png16: 16-bit, depth = min + "
+                                                   "value * (max - min) / 65535"},
+                       "data": {"type": "string", "contentEncoding": "base64", "contentMediaType": "image/png"}},
+    },
+    "SemanticMap": {
+        "type": "object", "required": ["width", "height", "classes", "map"], "additionalProperties": False,
+        "description": "a semantic segmentation model's class of every pixel (ultralytics_task semantic), as "
+                       "Ultralytics' predict() makes it: logits cropped to the letterbox, resized, argmax",
+        "properties": {"width": {"type": "integer", "minimum": 1}, "height": {"type": "integer", "minimum": 1},
+                       "classes": {"type": "array", "description": "the classes present, most pixels first",
+                                   "items": {"type": "object", "required": ["class_id", "label", "pixels", "share"],
+                                             "additionalProperties": False,
+                                             "properties": {"class_id": {"type": "integer", "minimum": 0},
+                                                            "label": {"type": "string"},
+                                                            "pixels": {"type": "integer", "minimum": 1},
+                                                            "share": NUMBER_01}}},
+                       "map": {"$ref": "#/components/schemas/EncodedMap"}},
+    },
+    "DepthMap": {
+        "type": "object", "required": ["width", "height", "min", "max", "mean", "map"], "additionalProperties": False,
+        "description": "a depth model's depth of every pixel (ultralytics_task depth), in the units it was trained "
+                       "in (metres for a metric model), as predict() makes it (resized align_corners)",
+        "properties": {"width": {"type": "integer", "minimum": 1}, "height": {"type": "integer", "minimum": 1},
+                       "min": {"type": "number"}, "max": {"type": "number"}, "mean": {"type": "number"},
+                       "map": {"$ref": "#/components/schemas/EncodedMap"}},
     },
     "ClassScore": {
         "type": "object", "required": ["class_id", "label", "probability"], "additionalProperties": False,
