@@ -78,9 +78,10 @@ def median(values):
 BARE_MODEL_TIMES = """async ([modelId, backend, sourceId, n]) => {
   const rt = await import('/static/js/runtime/runtime.js');
   const mf = await import('/static/js/contract/manifest.js');
+  const {fetchManifest} = await import('/static/js/runtime/manifests.js');
   const litert = await import('/static/js/runtime/litert.js');
-  const {prepareInput} = await import('/static/js/contract/geometry.js');
-  const manifest = await mf.fetchManifest(modelId);
+  const {prepareInput} = await import('/static/js/tensor/geometry.js');
+  const manifest = await fetchManifest(modelId);
   await rt.useBackend(backend);
   const x = sourceId ? prepareInput(document.getElementById(sourceId), manifest.input).input
                      : tf.zeros(manifest.input.shape);

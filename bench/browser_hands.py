@@ -1,4 +1,4 @@
-"""Hand pose page speed in headless Chromium: the page's hand pipeline (static/js/contract/hands.js,
+"""Hand pose page speed in headless Chromium: the page's hand pipeline (static/js/tensor/hands.js,
 hand-pose-detection's 'tfjs' steps) per backend and model size — TF.js WASM on the converted
 graphs and LiteRT.js WASM on the same .tflite files the server runs, side by side in one run —
 against the library's 'mediapipe' runtime (MediaPipe's own WASM + WebGL solution, served

@@ -1,4 +1,4 @@
-"""The page's decode of a segmentation model's outputs (static/js/contract/decode.js, "yolo-seg")
+"""The page's decode of a segmentation model's outputs (static/js/tensor/decode.js, "yolo-seg")
 against the same head decoded as a detector's ("yolo-raw": boxes only), on TF.js's WASM backend
 in Node, side by side in one run: what the masks cost a frame.
 
@@ -97,7 +97,7 @@ def main() -> None:
     args = parser.parse_args()
 
     head, protos = outputs(args.instances)
-    request = {"root": str(ROOT), "decode": (ROOT / "static/js/contract/decode.js").as_uri(),
+    request = {"root": str(ROOT), "decode": (ROOT / "static/js/tensor/decode.js").as_uri(),
                "geometry": (ROOT / "static/js/contract/geometry.js").as_uri(),
                "head": head.ravel().tolist(), "headShape": list(head.shape),
                "protos": protos.ravel().tolist(), "protosShape": list(protos.shape),

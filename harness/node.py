@@ -48,7 +48,7 @@ def run_node(script: str, payload=None, timeout: float = 300):
     return json.loads(proc.stdout)
 
 
-# static/js/contract/decode.js's decode on given output tensors: {manifest, cases: [{outputs: [{data,
+# static/js/tensor/decode.js's decode on given output tensors: {manifest, cases: [{outputs: [{data,
 # shape}], transform: [sx, sy, ox, oy], width, height, options}]} -> [[detection]] per case.
 DETECTOR_DECODE = TFJS_PRELUDE + """
 const {decode} = await import(%s);
@@ -61,7 +61,7 @@ for (const c of req.cases) {
   tf.dispose(tensors);
 }
 process.stdout.write(JSON.stringify(out));
-""" % (js_url(JS / "contract/decode.js"), js_url(JS / "contract/geometry.js"))
+""" % (js_url(JS / "tensor/decode.js"), js_url(JS / "contract/geometry.js"))
 
 
 def detector_js_decode(manifest: dict, cases: list[dict]) -> list[list[dict]]:

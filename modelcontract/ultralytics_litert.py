@@ -1,5 +1,5 @@
 """An Ultralytics LiteRT .tflite (``format="litert"``) in the converter's layout: the twin of
-static/js/runtime/ultralytics-graph.js.
+static/js/contract/ultralytics_litert.js (static/js/tensor/ultralytics-graph.js applies it).
 
 Ultralytics' LiteRT export takes an NCHW input and gives the boxes (and pose keypoints) as
 fractions of the input size and segmentation prototypes as NCHW; the converter's graphs take

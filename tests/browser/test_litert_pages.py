@@ -38,9 +38,10 @@ def base_url(models):
 RAW_OUTPUTS = """async ([b64, modelId]) => {
   const rt = await import('/static/js/runtime/runtime.js');
   const mf = await import('/static/js/contract/manifest.js');
+  const {fetchManifest} = await import('/static/js/runtime/manifests.js');
   const litert = await import('/static/js/runtime/litert.js');
-  const {prepareInput} = await import('/static/js/contract/geometry.js');
-  const manifest = await mf.fetchManifest(modelId);
+  const {prepareInput} = await import('/static/js/tensor/geometry.js');
+  const manifest = await fetchManifest(modelId);
   await rt.useBackend('wasm');
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
   const bitmap = await createImageBitmap(new Blob([bytes]));

@@ -176,7 +176,7 @@ def test_a_file_the_page_cannot_run_gets_one_message_and_the_page_keeps_its_mode
         "notes.tflite": (b"not a model at all\n" * 10, "is not a model this page can run"),
         "plain.tflite": ((built_model("yolov5n", weights=str(YOLOV5N_WEIGHTS)) / "model.tflite").read_bytes(),
                          "without Ultralytics metadata"),
-        "depth.tflite": (with_metadata(segment, task="depth"), 'task "depth", which this app does not run'),
+        "panoptic.tflite": (with_metadata(segment, task="panoptic"), 'task "panoptic", which this app does not run'),
         "classifier.tflite": ((FIXTURES / "classify.tflite").read_bytes(), "open it on /classify"),
         "full_integer.tflite": ((SHARED / "fixtures" / "ultralytics-tflite" / "yolo11n_full_integer_quant.tflite").read_bytes(),
                                 "int8 tensors (a full-integer export)"),

@@ -1,8 +1,9 @@
 """The answer check's twins and records: modelcontract/answers.py + geometry.check_pattern against
-static/js/contract/answers.js + geometry.js checkPattern (Node, TF.js CPU backend) on the same cases, and
-what the converters record: every build's answer_check holds the source framework's answers,
-which its own .tflite (LiteRT, Python) and TF.js graph (Node, at build) reproduce within far
-less than the tolerance, and which a wrong answer misses."""
+static/js/contract/answers.js + geometry.js checkPattern and static/js/tensor/answers.js's inputs
+(Node, TF.js CPU backend) on the same cases, and what the converters record: every build's
+answer_check holds the source framework's answers, which its own .tflite (LiteRT, Python) and
+TF.js graph (Node, at build) reproduce within far less than the tolerance, and which a wrong
+answer misses."""
 from __future__ import annotations
 
 import hashlib
@@ -24,6 +25,7 @@ RUNNER = TFJS_PRELUDE + """
 import {createHash} from 'node:crypto';
 const geometry = await import(%s);
 const answers = await import(%s);
+const inputs = await import(%s);
 const out = {pattern: req.sizes.map(([h, w]) => createHash('sha256').update(geometry.checkPattern(h, w)).digest('hex')),
              indices: req.indexSizes.map((n) => answers.sampleIndices(n)),
              errors: req.errors.map((c) => {
@@ -34,13 +36,13 @@ const out = {pattern: req.sizes.map(([h, w]) => createHash('sha256').update(geom
              }),
              inputs: req.specs.map((spec) => {
                const before = tf.memory().numTensors;
-               const x = spec.part ? answers.partInput(spec) : answers.modelInput(spec);
+               const x = spec.part ? inputs.partInput(spec) : inputs.modelInput(spec);
                const values = Array.from(x.dataSync());
                x.dispose();
                return {values, leaked: tf.memory().numTensors - before};
              })};
 process.stdout.write(JSON.stringify(out));
-""" % (js_url(JS / "contract/geometry.js"), js_url(JS / "contract/answers.js"))
+""" % (js_url(JS / "contract/geometry.js"), js_url(JS / "contract/answers.js"), js_url(JS / "tensor/answers.js"))
 
 SPECS = [
     {"shape": [1, 224, 224, 3], "resize": "center-crop", "crop_fraction": 0.875,

@@ -1,8 +1,8 @@
-"""static/js/contract/decode.js decode (TF.js in Node, CPU backend) against modelcontract/decode.py on
-the same synthetic outputs, with and without the class filter, so the page, the page's
-server backend and the API show the same boxes; and the rule itself: a box of an unwanted
-class is no candidate (dropped before NMS and the max_det cut). The data both sides keep is
-twins.json (tests/unit/test_twins.py)."""
+"""static/js/tensor/decode.js decode (TF.js in Node, CPU backend; its plain steps are
+static/js/contract/decode.js) against modelcontract/decode.py on the same synthetic outputs,
+with and without the class filter, so the page, the page's server backend and the API show the
+same boxes; and the rule itself: a box of an unwanted class is no candidate (dropped before NMS
+and the max_det cut). The data both sides keep is twins.json (tests/unit/test_twins.py)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,6 +1,7 @@
-"""The dense formats ("yolo-semantic", "yolo-depth"): static/js/contract/dense.js (TF.js in Node)
-against modelcontract/dense.py on the same outputs, the map encoding the API sends, and the
-class map against Ultralytics' own postprocess (ops.scale_masks + argmax) on the same logits.
+"""The dense formats ("yolo-semantic", "yolo-depth"): static/js/tensor/dense.js decodeDense (TF.js in
+Node) and static/js/contract/dense.js's summaries against modelcontract/dense.py on the same
+outputs, the map encoding the API sends, and the class map against Ultralytics' own postprocess
+(ops.scale_masks + argmax) on the same logits.
 Agreement with predict() on trained weights is tests/convert/test_dense_tasks.py's."""
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ CASES = [(853, 640, 4), (480, 640, 19), (300, 300, 2)]
 def js_maps(cases: list[dict]) -> list[dict]:
     script = TFJS_PRELUDE + f"""
 const dense = await import({js_url(JS / 'contract' / 'dense.js')});
+const {{decodeDense}} = await import({js_url(JS / 'tensor' / 'dense.js')});
 const out = [];
 for (const c of req) {{
   const manifest = {{outputs: {{format: c.format}}, labels: c.labels}};
   const tensor = tf.tensor(c.values, c.shape);
-  const map = await dense.decodeDense(manifest, [tensor], {{transform: c.transform, width: c.width, height: c.height}});
+  const map = await decodeDense(manifest, [tensor], {{transform: c.transform, width: c.width, height: c.height}});
   tensor.dispose();
   const summary = c.format === 'yolo-semantic' ? dense.semanticSummary(map, c.labels) : dense.depthSummary(map);
   out.push({{values: Array.from(map.values), summary}});

@@ -1,4 +1,4 @@
-"""static/js/runtime/ultralytics-graph.js on every layout an Ultralytics .tflite comes in (and the
+"""static/js/tensor/ultralytics-graph.js on every layout an Ultralytics .tflite comes in (and the
 half floats of a float16 .onnx), with a
 stand-in for LiteRT.js that records what it was fed and answers given arrays: NCHW (the LiteRT
 export) or NHWC (the TensorFlow export) input; the head as rows x anchors or transposed; NMS
@@ -36,7 +36,7 @@ for (const c of req.cases) {
   }
 }
 process.stdout.write(JSON.stringify(out));
-""" % js_url(JS / "runtime/ultralytics-graph.js")
+""" % js_url(JS / "tensor/ultralytics-graph.js")
 
 H, W, NC = 8, 12, 3
 RNG = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""static/js/contract/geometry.js prepareInput (TF.js, Node, CPU backend) against modelcontract/geometry.py
+"""static/js/tensor/geometry.js prepareInput (TF.js, Node, CPU backend) against modelcontract/geometry.py
 prepare on the same pixels: the same model input and the same transform, for each resize
 mode, normal photos and the degenerate strips (600x1, 1x600) whose centre crop used to be
 resized at full scale first."""
@@ -42,7 +42,7 @@ def test_prepare_input_is_prepare():
     images = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for shape in SHAPES]
     cases = [{"pixels": img.ravel().tolist(), "shape": list(img.shape), "spec": spec}
              for img in images for spec in SPECS]
-    results = iter(run_node(RUNNER % js_url(JS / "contract/geometry.js"), cases))
+    results = iter(run_node(RUNNER % js_url(JS / "tensor/geometry.js"), cases))
     for img in images:
         for spec in SPECS:
             got = next(results)
@@ -61,7 +61,8 @@ def test_prepare_input_is_prepare():
 
 
 UNRESIZED_RUNNER = TFJS_PRELUDE + """
-const {prepareInput, unresizedGeometry, unresizedInput} = await import(%s);
+const {prepareInput, unresizedInput} = await import(%s);
+const {unresizedGeometry} = await import(%s);
 const out = [];
 for (const c of req) {
   const [h, w] = c.shape;
@@ -89,7 +90,7 @@ def test_unresized_input_is_the_tensor_path_and_prepare_bit_for_bit():
              ((48, 40), stretch, True), ((47, 70), letterbox, False), ((48, 64), stretch, False),
              ((48, 40), SPECS[3], False), ((64, 64), SPECS[0], False)]
     images = [rng.integers(0, 256, (*shape, 3), dtype=np.uint8) for shape, _, _ in cases]
-    results = run_node(UNRESIZED_RUNNER % js_url(JS / "contract/geometry.js"),
+    results = run_node(UNRESIZED_RUNNER % (js_url(JS / "tensor/geometry.js"), js_url(JS / "contract/geometry.js")),
                        [{"pixels": img.ravel().tolist(), "shape": list(img.shape), "spec": spec}
                         for img, (_, spec, _) in zip(images, cases)])
     for img, (shape, spec, applies), got in zip(images, cases, results):

@@ -40,7 +40,7 @@ for (const c of req.cases) {
   }
 }
 process.stdout.write(JSON.stringify(out));
-""" % (js_url(JS / "runtime/model-file.js"), js_url(JS / "runtime/ultralytics-graph.js"))
+""" % (js_url(JS / "runtime/model-file.js"), js_url(JS / "contract/ultralytics_litert.js"))
 
 
 def read(cases: list[dict]) -> list[dict]:
@@ -114,7 +114,7 @@ def test_each_file_the_page_cannot_run_gets_its_message(tmp_path):
         "best.pt": ("detect", "PyTorch checkpoint"),
         "model.json": ("detect", "is not a TF.js graph model"),
         "group1-shard1of1.bin": ("detect", "part of a TF.js model"),
-        "depth.tflite": ("detect", 'task "depth"'),
+        "panoptic.tflite": ("detect", 'task "panoptic"'),  # a task this app does not draw
         "integer.tflite": ("detect", "int8 tensors (a full-integer export)"),
         "nonames.tflite": ("detect", "lacks class names"),
         "gray.tflite": ("detect", "wants 1 channels"),
@@ -129,7 +129,7 @@ def test_each_file_the_page_cannot_run_gets_its_message(tmp_path):
         z.writestr("labels.txt", "person\nbicycle\n")
     (tmp_path / "labels.tflite").write_bytes(data[:data.rfind(b"PK\x03\x04")] + labels.getvalue())
     rezipped(segment, tmp_path / "notask.tflite", zipfile.ZIP_DEFLATED, task=None)
-    rezipped(segment, tmp_path / "depth.tflite", zipfile.ZIP_DEFLATED, task="depth")
+    rezipped(segment, tmp_path / "panoptic.tflite", zipfile.ZIP_DEFLATED, task="panoptic")
     (tmp_path / "integer.tflite").write_bytes((LEGACY / "yolo11n_full_integer_quant.tflite").read_bytes())
     rezipped(segment, tmp_path / "nonames.tflite", zipfile.ZIP_DEFLATED, names={})
     rezipped(segment, tmp_path / "gray.tflite", zipfile.ZIP_DEFLATED, channels=1)

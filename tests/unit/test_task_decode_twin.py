@@ -1,7 +1,8 @@
-"""The YOLO task formats ("yolo-seg", "yolo-pose", "yolo-obb"): static/js/contract/decode.js
-(TF.js in Node) against modelcontract/decode.py on the same synthetic heads, and the pieces
-on their own: masks.js against masks.py on the same logits (exactly the same pixels and
-outlines), outlines that fill back to their mask, the rotated-box rules. Agreement with
+"""The YOLO task formats ("yolo-seg", "yolo-pose", "yolo-obb"): static/js/tensor/decode.js
+(TF.js in Node, with static/js/contract/decode.js) against modelcontract/decode.py on the same
+synthetic heads, and the pieces on their own: masks.js against masks.py on the same logits
+(exactly the same pixels and outlines), outlines that fill back to their mask, the rotated-box
+rules. Agreement with
 Ultralytics' own predict() on trained weights is tests/convert/test_yolo_tasks.py's."""
 from __future__ import annotations
 

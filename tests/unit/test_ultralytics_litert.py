@@ -1,5 +1,6 @@
 """modelcontract/ultralytics_litert.py, the server's reading of Ultralytics' own LiteRT file,
-against its page twin (static/js/runtime/ultralytics-graph.js) and on a stand-in model."""
+against its page twin (static/js/contract/ultralytics_litert.js, which
+static/js/tensor/ultralytics-graph.js applies) and on a stand-in model."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,7 +19,7 @@ CASES = [
 
 def test_head_scale_is_the_pages():
     script = f"""
-    const {{headScale}} = await import({js_url(JS / 'runtime' / 'ultralytics-graph.js')});
+    const {{headScale}} = await import({js_url(JS / 'contract' / 'ultralytics_litert.js')});
     console.log(JSON.stringify(req.map(([rows, size, nc, kpt]) => Array.from(headScale(rows, size, nc, kpt)))));
     """
     js = run_node(script, [list(c) for c in CASES])

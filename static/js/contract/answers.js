@@ -1,12 +1,10 @@
 // The answer check (= modelcontract/answers.py): before a page trusts a backend, it runs the
-// model on the synthetic pattern (geometry.js checkPattern) and compares the answer with what
-// the source framework answered at build time (the manifest's answer_check). A backend that
-// is off is not picked, and is remembered as such for this build of the model.
-import {checkPattern, prepareInput} from './geometry.js';
+// model on the synthetic pattern (geometry.js checkPattern; tensor/answers.js makes the
+// model's input from it) and compares the answer with what the source framework answered at
+// build time (the manifest's answer_check). A backend that is off is not picked, and is
+// remembered as such for this build of the model (runtime/answer-records.js).
 import {outputTensors} from './manifest.js';
 import TWINS from './twins.json' with {type: 'json'};
-
-const tf = globalThis.tf;
 
 export const MAX_SAMPLES = TWINS.answers.max_samples;
 export const SCALE_FLOOR = TWINS.answers.scale_floor;
@@ -37,27 +35,6 @@ export function answerError(recorded, outputs) {
   return worst;
 }
 
-function patternTensor(height, width) {
-  return tf.tensor3d(Int32Array.from(checkPattern(height, width)), [height, width, 3], 'int32');
-}
-
-// The pattern through a one-graph model's input contract -> [1,H,W,3] (the caller disposes it).
-export function modelInput(spec) {
-  const [, height, width] = spec.shape;
-  const pixels = patternTensor(height, width);
-  try {
-    return prepareInput(pixels, spec).input;
-  } finally {
-    pixels.dispose();
-  }
-}
-
-// The pattern at a part's input size, only scaled (hand pose: answers.py part_input).
-export function partInput(spec) {
-  const [, height, width] = spec.shape;
-  return tf.tidy(() => patternTensor(height, width).toFloat().mul(spec.scale ?? 1).expandDims(0));
-}
-
 // The roles a one-graph model answers with: its manifest tensors, by key (else name).
 export function graphRoles(manifest) {
   return outputTensors(manifest).map((t) => ({role: t.key || t.name, name: t.name}));
@@ -84,57 +61,4 @@ export function describeCheck(check) {
   if (!check) return 'not checked (this build has no answer record: rebuild it)';
   const error = formatError(check.error);
   return check.ok ? `answer check passed (error ${error})` : `wrong answers (error ${error} > ${check.tolerance})`;
-}
-
-// ---- What each backend answered, per model build (localStorage; the index page reads it) ----
-
-const PREFIX = 'datarailroad.answers.';
-
-// A build is its manifest's creation time: a rebuilt model is checked again.
-function buildOf(manifest) {
-  return `${manifest.id}@${manifest.created || ''}`;
-}
-
-function readAll(key) {
-  try {
-    return JSON.parse(localStorage.getItem(PREFIX + key) || 'null');
-  } catch {
-    return null;
-  }
-}
-
-// {backend: {ok, error, tolerance, ms}} recorded for this build under `key`.
-export function recordedChecks(key, manifest) {
-  const stored = readAll(key);
-  return stored && stored.build === buildOf(manifest) ? stored.backends : {};
-}
-
-// entry: {check, ms (a timed warm run), warmMs (the open's first run)}; `used`: the page runs on it.
-export function recordCheck(key, manifest, backend, entry, used = false) {
-  const stored = readAll(key);
-  const same = stored && stored.build === buildOf(manifest);
-  const backends = {...(same ? stored.backends : {}), [backend]: {...entry, at: Date.now()}};
-  const record = {build: buildOf(manifest), backends, used: used ? backend : (same ? stored.used : null)};
-  try {
-    localStorage.setItem(PREFIX + key, JSON.stringify(record));
-  } catch { /* private mode: check again next time */ }
-}
-
-// Backends recorded as wrong for this build: skipped when choosing.
-export function wrongBackends(key, manifest) {
-  return Object.entries(recordedChecks(key, manifest)).filter(([, e]) => e.check && !e.check.ok).map(([b]) => b);
-}
-
-// Every record: [{key, build, backends}] (the index page's table).
-export function allRecords() {
-  const out = [];
-  try {
-    for (let i = 0; i < localStorage.length; i++) {
-      const name = localStorage.key(i);
-      if (!name.startsWith(PREFIX)) continue;
-      const stored = readAll(name.slice(PREFIX.length));
-      if (stored) out.push({key: name.slice(PREFIX.length), ...stored});
-    }
-  } catch { /* no storage */ }
-  return out.sort((a, b) => a.key.localeCompare(b.key));
 }

@@ -1,33 +1,6 @@
 // An installed model's manifest.json, read one way by every page (the server's reader is
 // modelcontract/manifest.py; the schema is modelcontract/manifest.schema.json): where its
-// files are, their sizes, and what its outputs are called.
-
-// Manifests made in this page (a model the visitor gave: runtime/model-file.js), by id.
-const local = new Map();
-
-export function registerManifest(manifest) {
-  local.set(manifest.id, manifest);
-}
-
-export function forgetManifest(modelId) {
-  local.delete(modelId);
-}
-
-export async function fetchManifest(modelId) {
-  if (local.has(modelId)) return local.get(modelId);
-  let response;
-  try {
-    response = await fetch(`/models/${encodeURIComponent(modelId)}/manifest.json`);
-  } catch (err) {
-    // Offline, the service worker answers only for models used before (templates/sw.js).
-    if (navigator.onLine === false) {
-      throw new Error(`${modelId} is not in this browser's offline copy: open this page once while online`);
-    }
-    throw err;
-  }
-  if (!response.ok) throw new Error(`manifest of ${modelId}: HTTP ${response.status}`);
-  return response.json();
-}
+// files are, their sizes, and what its outputs are called. runtime/manifests.js fetches it.
 
 function fileUrl(manifest, path) {
   return `/models/${encodeURIComponent(manifest.id)}/${path}`;

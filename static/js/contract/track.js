@@ -244,7 +244,7 @@ class Track {
   }
 }
 
-// Detections: {box: [x1, y1, x2, y2], score, class_id, label?} (what decode.js decodes).
+// Detections: {box: [x1, y1, x2, y2], score, class_id, label?} (what tensor/decode.js decodes).
 // update() answers the confirmed tracks matched on this frame, by ID:
 // {id, class_id, label, score, box (the detection's), trail: [[x, y]] oldest first}.
 export class Tracker {

@@ -5,11 +5,11 @@
 // (scores.js).
 import {runModel} from '../runtime/runtime.js';
 import {SERVER, serverReady, inferOnServer} from '../runtime/server-backend.js';
-import {PageSession} from '../runtime/session.js';
+import {PageSession} from '../ui/session.js';
 import {outputTensors} from '../contract/manifest.js';
-import {prepareInput} from '../contract/geometry.js';
-import {openCamera, stopStream, decodeImage, acceptFiles} from '../runtime/inputs.js';
-import {FrameSource} from '../runtime/sources.js';
+import {prepareInput} from '../tensor/geometry.js';
+import {openCamera, stopStream, decodeImage, acceptFiles} from '../ui/inputs.js';
+import {FrameSource} from '../ui/sources.js';
 import {ExamplesPanel} from '../ui/examples-panel.js';
 import {CLASS_SETS} from '../contract/custom_classes.js';
 import {softmax, topK} from '../contract/scores.js';
@@ -20,6 +20,7 @@ const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 const TOP_K = 5;
 
+// The page's state (the session keeps model and backend in it: ui/session.js).
 const state = {queue: Promise.resolve(), classesRead: false, done: 0, live: null, liveFrames: 0};
 
 // The live camera's frames: one in flight, each once the model is open, your classes read
@@ -37,6 +38,7 @@ const frames = new FrameSource({
 // frames.busy.
 const session = new PageSession({
   task: 'classify',
+  state,
   serverNote: ': each image is sent as it is, and not kept',
   busy: () => frames.busy,
 });

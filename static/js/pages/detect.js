@@ -3,15 +3,16 @@
 // model (semantic segmentation, depth) draws its map instead, with a legend and the value
 // under the pointer. One frame in flight (FrameSource); every tensor disposed.
 import {urlOverride, runModel} from '../runtime/runtime.js';
-import {PageSession} from '../runtime/session.js';
+import {PageSession} from '../ui/session.js';
 import {outputNames} from '../contract/manifest.js';
-import {prepareInput} from '../contract/geometry.js';
-import {decode} from '../contract/decode.js';
-import {decodeDense, depthSummary, isDense, semanticSummary} from '../contract/dense.js';
+import {prepareInput} from '../tensor/geometry.js';
+import {decode} from '../tensor/decode.js';
+import {depthSummary, isDense, semanticSummary} from '../contract/dense.js';
+import {decodeDense} from '../tensor/dense.js';
 import {drawFrame, drawBoxes} from '../ui/draw.js';
 import {drawClassMap, drawDepthMap, hideLegend, pointAt, showLegend} from '../ui/dense-view.js';
 import {Hud} from '../ui/hud.js';
-import {FrameSource} from '../runtime/sources.js';
+import {FrameSource} from '../ui/sources.js';
 import {TrackingPanel, download} from '../ui/tracking-panel.js';
 import {CanvasRecorder} from '../ui/recorder.js';
 import {serverReady, inferOnServer, serverMap} from '../runtime/server-backend.js';
@@ -20,11 +21,18 @@ import {ModelDrop} from '../ui/model-drop.js';
 const tf = globalThis.tf;
 const $ = (id) => document.getElementById(id);
 
+// The page's state: its controls write it (main), the frames read it; the session keeps
+// model and backend in it (ui/session.js).
 const state = {
   frames: 0,
   offered: false,      // the "server is faster" offer was shown
-  map: null,           // a dense model's last map {values, width, height} (contract/dense.js)
+  map: null,           // a dense model's last map {values, width, height} (tensor/dense.js)
   mirrored: false,     // how the last frame was drawn
+  score: Number($('score').value),
+  iou: Number($('iou').value),
+  iouInModel: false,   // NMS ran in the model (a file exported with it, or an NMS-free head)
+  maxDet: maxDetOf($('max-det')),
+  classes: new Set(),  // class ids to keep (none: every class)
 };
 
 const hud = new Hud($('hud'), ['preprocess', 'model', 'postprocess', 'draw']);
@@ -56,6 +64,7 @@ function showFileProgress(done, total, fps) {
 
 const session = new PageSession({
   task: 'detect',
+  state,
   serverNote: ' (frames go as JPEG, one at a time)',
   busy: () => frames.busy,
   stop: () => frames.stopLoop(),
@@ -72,14 +81,17 @@ if (urlOverride('track') === '1') $('track-toggle').checked = true;
 const tracking = new TrackingPanel(view, $, rerunImage);
 const recorder = new CanvasRecorder(view);
 
+function maxDetOf(input) {
+  return Math.max(1, Number(input.value) || Number(input.defaultValue));
+}
+
 function options() {
-  const selected = Array.from($('class-filter').selectedOptions).map((o) => Number(o.value));
   return {
-    score: Number($('score').value),
+    score: state.score,
     // NMS ran in the model (a file exported with it, or an NMS-free head): none on top.
-    iou: $('iou').dataset.inModel ? 1 : Number($('iou').value),
-    maxDet: Math.max(1, Number($('max-det').value) || Number($('max-det').defaultValue)),
-    classes: new Set(selected),
+    iou: state.iouInModel ? 1 : state.iou,
+    maxDet: state.maxDet,
+    classes: new Set(state.classes),
   };
 }
 
@@ -195,7 +207,7 @@ async function detectInBrowser(frame, {mirrored}) {
 async function detectOnServer(frame, {mirrored, file}) {
   const t0 = performance.now();
   const opts = options();
-  // The server applies the class filter by the same rule as decode.js (before NMS).
+  // The server applies the class filter by the same rule as contract/decode.js (before NMS).
   const params = {score: opts.score, iou: opts.iou, max_det: opts.maxDet};
   if (opts.classes.size) params.classes = Array.from(opts.classes).join(',');
   const result = await inferOnServer('detect', session.opened.manifest.id, frame.canvas, frame.width, frame.height,
@@ -228,6 +240,7 @@ async function maybeOfferServer() {
 function fillClassFilter(labels) {
   const select = $('class-filter');
   select.replaceChildren(...labels.map((label, i) => new Option(label, String(i))));
+  state.classes = new Set();
 }
 
 // Sliders start at the manifest's thresholds; an in-graph NMS has its IoU baked in and
@@ -239,11 +252,14 @@ function applyNmsDefaults(manifest) {
   const inModel = nms.where === 'model';
   $('iou').disabled = inGraph || inModel;
   $('iou').dataset.inModel = inModel ? '1' : '';
+  state.iouInModel = inModel;
   if (nms.iou != null) {
     $('iou').value = nms.iou;
+    state.iou = Number($('iou').value);   // as the slider holds it (within its range and step)
     $('iou-value').textContent = inModel ? 'in the model' : inGraph ? `${nms.iou} (in model)` : String(nms.iou);
   }
   $('score').min = inGraph && nms.score != null ? nms.score : 0.05;
+  state.score = Number($('score').value);   // a new minimum moves the slider's value up to it
 }
 
 // A dense model has no boxes: the thresholds, class filter and tracking do not apply to it.
@@ -310,8 +326,8 @@ async function main() {
     $('drop-hint').hidden = true;
     if (kind !== 'video' || !frames.everyFrame) $('file-progress-row').hidden = true;
   });
-  $('every-frame').checked = urlOverride('every_frame') === '1';
-  frames.everyFrame = $('every-frame').checked;
+  frames.everyFrame = urlOverride('every_frame') === '1';
+  $('every-frame').checked = frames.everyFrame;
   $('every-frame').addEventListener('change', () => {
     frames.everyFrame = $('every-frame').checked;
     if (!frames.everyFrame) $('file-progress-row').hidden = true;
@@ -321,14 +337,23 @@ async function main() {
   $('record-button').addEventListener('click', toggleRecording);
   for (const id of ['score', 'iou']) {
     $(id).addEventListener('input', () => {
+      state[id] = Number($(id).value);
       $(`${id}-value`).textContent = $(id).value;
       rerunImage();
     });
   }
-  $('max-det').addEventListener('change', rerunImage);
+  // Each keystroke counts for the live frames; an image reruns once the number is in.
+  $('max-det').addEventListener('input', () => { state.maxDet = maxDetOf($('max-det')); });
+  $('max-det').addEventListener('change', () => {
+    state.maxDet = maxDetOf($('max-det'));
+    rerunImage();
+  });
   view.addEventListener('pointermove', showPointer);
   view.addEventListener('pointerdown', showPointer);
-  $('class-filter').addEventListener('change', rerunImage);
+  $('class-filter').addEventListener('change', () => {
+    state.classes = new Set(Array.from($('class-filter').selectedOptions).map((o) => Number(o.value)));
+    rerunImage();
+  });
 
   // Your own model (a .tflite or a TF.js folder, dropped or picked), kept from an earlier
   // visit or given now.

@@ -1,4 +1,4 @@
-// Hand pose page: camera / video / image -> MediaPipe Hands (contract/hands.js: the steps of
+// Hand pose page: camera / video / image -> MediaPipe Hands (tensor/hands.js: the steps of
 // @tensorflow-models/hand-pose-detection's 'tfjs' runtime, on our converted TF.js graphs or
 // on the same .tflite files with LiteRT.js) -> 21 keypoints, skeleton, handedness and a
 // gesture (gesture.js: MediaPipe Gesture Recognizer's seven). One frame in flight; the pipeline disposes its tensors.
@@ -8,14 +8,16 @@
 // files and ordinary photos reach the model unmirrored (only the camera *preview* is drawn
 // mirrored), so the model's 'Left' is the person's right hand: the page reports the person's
 // real hand (data-handedness) and keeps the model's raw label (data-model-handedness).
-import {urlOverride, pageData, isLiteRtBackend} from '../runtime/runtime.js';
+import {urlOverride, isLiteRtBackend, modelRunner} from '../runtime/runtime.js';
 import {serverReady, inferOnServer} from '../runtime/server-backend.js';
-import {PageSession} from '../runtime/session.js';
+import {PageSession} from '../ui/session.js';
+import {pageData} from '../ui/page.js';
 import {drawFrame, drawHand, drawEmoji} from '../ui/draw.js';
 import {Hud} from '../ui/hud.js';
-import {FrameSource} from '../runtime/sources.js';
+import {FrameSource} from '../ui/sources.js';
 import {GESTURES, GestureTracker, classifyGesture} from '../contract/gesture.js';
-import {HandPipeline, modelRunner, outputNames} from '../contract/hands.js';
+import {outputNames} from '../contract/hands.js';
+import {HandPipeline} from '../tensor/hands.js';
 import {ExamplesPanel} from '../ui/examples-panel.js';
 import {GESTURE_SETS, normaliseHand} from '../contract/custom_gestures.js';
 import TWINS from '../contract/twins.json' with {type: 'json'};
@@ -27,10 +29,15 @@ const LIBRARY_SCRIPT = '/vendor/hand-pose-detection/hand-pose-detection.min.js';
 const COLORS = {Left: '#ff8c1a', Right: '#1f9bff'};
 const SWAP = TWINS.hands.person_handedness;   // the model's label -> the person's hand
 
+// The page's state: its options' controls write it (main), the frames read it; the session
+// keeps model and backend in it (ui/session.js).
 const state = {
   runtime: urlOverride('runtime') === 'mediapipe' ? 'mediapipe' : 'tfjs',
   frames: 0,
   loaded: false,   // your gestures are read (they take part in every frame)
+  variant: 'full',
+  maxHands: 2,
+  score: 0.5,      // the palm detection score
 };
 
 const hud = new Hud($('hud'), ['grab', 'estimate', 'gesture', 'draw']);
@@ -56,6 +63,7 @@ const frames = new FrameSource({
 // runtime (which has no server twin and no answer check); null on the server.
 const session = new PageSession({
   task: 'handpose',
+  state,
   server: state.runtime === 'tfjs',
   serverNote: ' (frames go as JPEG, one at a time)',
   busy: () => frames.busy,
@@ -76,11 +84,7 @@ function showMessage(text) {
 }
 
 function settings() {
-  return {
-    variant: $('variant-select').value,
-    maxHands: Number($('max-hands').value) || 2,
-    score: Number($('score').value),
-  };
+  return {variant: state.variant, maxHands: state.maxHands, score: state.score};
 }
 
 // ---- the hand pipeline on the chosen backend's graphs (or the library on MediaPipe's runtime) ----
@@ -128,7 +132,7 @@ async function warmMediaPipe(detector) {
   return performance.now() - started;
 }
 
-// The model parts of the chosen variant, on either runtime (session.js opens them).
+// The model parts of the chosen variant, on either runtime (ui/session.js opens them).
 function openOptions() {
   const s = settings();
   const parts = [`detector_${s.variant}`, `landmark_${s.variant}`];
@@ -138,7 +142,7 @@ function openOptions() {
     create: (graphs, manifest, backend) => createDetector(graphs, manifest, backend, {...s, parts}),
     answer: state.runtime === 'mediapipe' ? null : (pipeline) => pipeline.answer(),
     warm: warmMediaPipe,
-    key: `${$('model-select').value}.${state.runtime}.${s.variant}`,
+    key: `${state.model}.${state.runtime}.${s.variant}`,
     variant: s.variant,
     maxHands: s.maxHands,
   };
@@ -277,6 +281,11 @@ async function main() {
   }
   const maxHands = urlOverride('hands');
   if (maxHands === '1' || maxHands === '2') $('max-hands').value = maxHands;
+  // The options as their controls hold them now; from here on each control writes its own.
+  Object.assign(state, {variant: $('variant-select').value, maxHands: Number($('max-hands').value) || 2,
+                        score: Number($('score').value)});
+  $('variant-select').addEventListener('change', () => { state.variant = $('variant-select').value; });
+  $('max-hands').addEventListener('change', () => { state.maxHands = Number($('max-hands').value) || 2; });
   yours = new ExamplesPanel($, {
     sets: GESTURE_SETS, key: 'hand-gestures', file: 'gestures.json',
     isLive: () => frames.kind === 'camera' || frames.kind === 'video',
@@ -290,6 +299,7 @@ async function main() {
     $('drop-hint').hidden = true;
   });
   $('score').addEventListener('input', () => {
+    state.score = Number($('score').value);
     $('score-value').textContent = $('score').value;
     if (frames.kind === 'image') frames.runImage();
   });

@@ -1,8 +1,10 @@
 // Start page: report which backends (TF.js and LiteRT.js) work in this browser, with why
 // not where one doesn't; what the demos found when they checked each backend's answers
-// (answers.js records, per model), its warm time, and which backend each demo uses.
-import {probeBackends, defaultBackend, showBackend, timingCandidates, hasFastBackend} from '../runtime/runtime.js';
-import {allRecords, describeCheck} from '../contract/answers.js';
+// (runtime/answer-records.js, per model), its warm time, and which backend each demo uses.
+import {probeBackends, defaultBackend, timingCandidates, hasFastBackend} from '../runtime/runtime.js';
+import {describeCheck} from '../contract/answers.js';
+import {allRecords} from '../runtime/answer-records.js';
+import {showBackend} from '../ui/page.js';
 
 function cell(text) {
   const td = document.createElement('td');

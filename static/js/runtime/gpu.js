@@ -9,9 +9,10 @@ export function isSoftwareRenderer(renderer) {
   return SOFTWARE.test(renderer || '');
 }
 
+// The WebGL renderer's name, asked of an offscreen canvas's WebGL 2 context; null without one.
 export function webglRenderer() {
   try {
-    const gl = document.createElement('canvas').getContext('webgl2');
+    const gl = new OffscreenCanvas(1, 1).getContext('webgl2');
     if (!gl) return null;
     const info = gl.getExtension('WEBGL_debug_renderer_info');
     return info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : gl.getParameter(gl.RENDERER);

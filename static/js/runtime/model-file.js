@@ -263,8 +263,8 @@ function formatOf(model, io) {
 // A model the visitor gave (readModelFiles', kept by user-models.js) -> the manifest the pages
 // read (the converter's layout: modelcontract/manifest.schema.json), with `url` (a .tflite's
 // blob: URL) or `files` (a TF.js folder's). Ultralytics' LiteRT graph takes NCHW and gives
-// boxes and keypoints over the input size and NCHW prototypes: ultralytics-graph.js turns that
-// into the converter's layout. Its TF.js export is in that layout already (the converter runs
+// boxes and keypoints over the input size and NCHW prototypes: tensor/ultralytics-graph.js
+// turns that into the converter's layout. Its TF.js export is in that layout already (the converter runs
 // the same export). No source framework is here to check answers against: every backend is
 // held to the WASM backend's answer on the check pattern (model-open.js).
 export function userManifest(model, {id, url, files, added}) {

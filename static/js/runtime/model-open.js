@@ -3,12 +3,14 @@
 // the fall-backs when a backend fails or answers wrong. The page's session (session.js)
 // calls it; `panel` is its status panel.
 import {chooseBackend, loadModel, rememberBackend, runModel, useBackend} from './runtime.js';
-import {fetchManifest, fileArtifact, graphUrl, hasArtifactFor, needsAsync, outputKeys, partBytes,
-        runtimeOf} from '../contract/manifest.js';
+import {fileArtifact, graphUrl, hasArtifactFor, needsAsync, outputKeys, partBytes, runtimeOf} from '../contract/manifest.js';
+import {fetchManifest} from './manifests.js';
 import {fetchBytes, loadTflite} from './litert.js';
 import {loadOnnx} from './onnx.js';
-import {UltralyticsGraph} from './ultralytics-graph.js';
-import {formatError, graphRoles, judge, modelInput, recordCheck, sampleIndices, wrongBackends} from '../contract/answers.js';
+import {UltralyticsGraph} from '../tensor/ultralytics-graph.js';
+import {formatError, graphRoles, judge, sampleIndices} from '../contract/answers.js';
+import {modelInput} from '../tensor/answers.js';
+import {recordCheck, wrongBackends} from './answer-records.js';
 
 const tf = globalThis.tf;
 
@@ -46,7 +48,7 @@ function markFailed(probed, backend, err) {
   if (entry) Object.assign(entry, {ok: false, note: `failed: ${String(err && err.message || err).slice(0, 120)}`});
 }
 
-// A one-graph model's answer on the check pattern: {model: {role: TypedArray}} (answers.js).
+// A one-graph model's answer on the check pattern: {model: {role: TypedArray}} (contract/answers.js).
 // A build without a record (or without named outputs) still runs once, as a warm-up: null.
 async function graphAnswer(model, manifest) {
   const roles = manifest.answer_check ? graphRoles(manifest) : [];
@@ -96,7 +98,7 @@ function worse(a, b) {
 }
 
 // Opens a model for the page: manifest, backend choice, load, one warm-up run on the answer
-// check's pattern whose answer is judged against the manifest's record (answers.js).
+// check's pattern whose answer is judged against the manifest's record (contract/answers.js).
 // options: parts (manifest part keys, default ['model']; null: create loads itself and
 // LiteRT is not offered), create(graphs, manifest, backend) (default: the one graph),
 // answer(model, manifest) -> {part: {role: TypedArray}} (default graphAnswer; null: no check,
@@ -165,7 +167,6 @@ export async function openModel(modelId, allProbed, override, panel, options = {
       `tolerance ${opened.check.tolerance}): what it shows may be wrong. Choose another backend.`
     : null;
   panel.warn(warning);
-  document.body.dataset.answerCheck = opened.check ? (opened.check.ok ? 'passed' : 'failed') : 'none';
   return {manifest, ...choice, ...opened, warning};
 }
 

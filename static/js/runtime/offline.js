@@ -19,7 +19,7 @@ function reportFetched(registration) {
 
 async function register() {
   // Service workers need a secure context (HTTPS, or http://localhost / 127.0.0.1).
-  if (!('serviceWorker' in navigator) || !window.isSecureContext) return;
+  if (!('serviceWorker' in navigator) || !isSecureContext) return;
   await navigator.serviceWorker.register(SW_URL, {scope: '/'});
   if (navigator.serviceWorker.controller) return;   // it sees this page's requests itself
   reportFetched(await navigator.serviceWorker.ready);

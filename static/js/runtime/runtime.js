@@ -1,5 +1,5 @@
 // Runtimes: which backends work in this browser, which one to use, model loading with byte
-// progress, and one warm-up pass. Shared by every page. TF.js backends run the TF.js graph;
+// progress, running a model (runModel; modelRunner by role). Shared by every page. TF.js backends run the TF.js graph;
 // the litert-* backends run the model's .tflite with LiteRT.js (litert.js), the onnx-* ones a
 // visitor's .onnx with ONNX Runtime Web (onnx.js), while TF.js (on WASM, else CPU) still does
 // the pre- and post-processing around them.
@@ -79,6 +79,12 @@ async function helperBackend() {
   throw new Error('no TF.js backend for pre- and post-processing');
 }
 
+// Told the backend's name on every useBackend (the page's badge: ui/page.js showBackend).
+const backendListeners = [];
+export function onBackendChange(listener) {
+  backendListeners.push(listener);
+}
+
 export async function useBackend(name) {
   if (runtimeOf(name) !== 'tfjs') {
     await helperBackend();
@@ -87,15 +93,8 @@ export async function useBackend(name) {
     if (!ok) throw new Error(`backend ${name} failed to initialise`);
   }
   await tf.ready();
-  showBackend(name);
+  for (const listener of backendListeners) listener(name);
   return name;
-}
-
-export function showBackend(name) {
-  const badge = document.getElementById('backend-badge');
-  if (!badge) return;
-  badge.textContent = `backend: ${name}`;
-  badge.dataset.backend = name;
 }
 
 // loadGraphModel with a byte-level progress callback (fraction 0..1).
@@ -139,9 +138,27 @@ function perturbed(model, result) {
   return Array.isArray(result) ? result.map(shift) : shift(result);
 }
 
-export function pageData() {
-  const node = document.getElementById('page-data');
-  return node ? JSON.parse(node.textContent || '{}') : {};
+// One model, whatever runs it (a TF.js graph, or a LiteRtGraph from litert.js), by role:
+// names {role: output name}; run(input tensor) -> {role: Float32Array}; every tensor it makes
+// is disposed here (tensor/hands.js HandPipeline runs two of them).
+export function modelRunner(model, names) {
+  const roles = Object.keys(names);
+  return {
+    model,
+    async run(input) {
+      let outputs = await runModel(model, input, roles.map((r) => names[r]));
+      outputs = Array.isArray(outputs) ? outputs : [outputs];
+      try {
+        const data = await Promise.all(outputs.map((t) => t.data()));
+        return Object.fromEntries(roles.map((role, i) => [role, data[i]]));
+      } finally {
+        tf.dispose(outputs);
+      }
+    },
+    dispose() {
+      model.dispose();
+    },
+  };
 }
 
 // ---- Backend choice: the fastest measured for a model, remembered per model ----
@@ -180,7 +197,7 @@ export function timingCandidates(probed, excluded = []) {
 // override (URL ?backend= or the selector) > remembered > fastest measured among those that
 // answer right. `excluded`: backends known to answer wrong for this build (not timed).
 // timeOne(backend) loads the model there and returns {ms, check} of its warm runs (check:
-// answers.js judge, null without a record); a backend whose check fails is not chosen.
+// contract/answers.js judge, null without a record); a backend whose check fails is not chosen.
 // -> {backend, reason, timings?, checks?}; throws when no backend answers right.
 export async function chooseBackend(modelId, probed, timeOne, override, excluded = []) {
   const works = (n) => probed.some((p) => p.name === n && p.ok);

@@ -2,7 +2,6 @@
 // whose own backends are missing or slower. Frames go downscaled as JPEG, one request in
 // flight, at a bounded rate; results come back in the shared schema and are rescaled to
 // the source frame's pixels.
-import {pageData} from './runtime.js';
 
 export const SERVER = 'server';
 const MAX_SIDE = 640;          // the detector's input size: sending more only costs bandwidth
@@ -11,12 +10,16 @@ const MIN_INTERVAL_MS = 100;   // at most 10 requests a second per page
 const SERVER_TYPES = /^image\/(jpeg|png|webp)$/;
 
 let lastSentAt = 0;
+let uploadLimit = 0;
 
 // The API's request body limit, as the page was rendered with it (server/pages.py; null: no
-// limit). A page without it sends every file re-encoded.
+// limit): the page's session sets it. A page without it sends every file re-encoded.
+export function setUploadLimit(limit) {
+  uploadLimit = limit === null ? Infinity : Number(limit) || 0;
+}
+
 function maxUploadBytes() {
-  const limit = pageData().max_upload_bytes;
-  return limit === null ? Infinity : Number(limit) || 0;
+  return uploadLimit;
 }
 
 // What to tell the user when a request to the server fails without an answer (offline,
@@ -39,33 +42,30 @@ async function fetchServer(url, init) {
 }
 
 // Model ids of a task that the server can run (from /api/v1/models). Unreachable: none,
-// and the backend selector's "Server" option says why it is off.
-export async function serverModels(task) {
+// and onUnreachable(why) is told (the page's backend selector says why "Server" is off).
+export async function serverModels(task, onUnreachable = () => {}) {
   try {
     const response = await fetchServer('/api/v1/models');
     if (!response.ok) return [];
     const {models} = await response.json();
     return models.filter((m) => m.task === task).map((m) => m.id);
   } catch (err) {
-    const option = document.querySelector(`#backend-select option[value="${SERVER}"]`);
-    if (option && err instanceof ServerUnreachable) {
-      option.textContent = 'Server (unreachable)';
-      option.title = err.message;
-    }
+    if (err instanceof ServerUnreachable) onUnreachable(err.message);
     return [];
   }
 }
 
-function encodeFrame(source, width, height) {
+async function encodeFrame(source, width, height) {
   const scale = Math.min(1, MAX_SIDE / Math.max(width, height));
-  const canvas = document.createElement('canvas');
-  canvas.width = Math.max(1, Math.round(width * scale));
-  canvas.height = Math.max(1, Math.round(height * scale));
+  const canvas = new OffscreenCanvas(Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale)));
   canvas.getContext('2d').drawImage(source, 0, 0, canvas.width, canvas.height);
-  return new Promise((resolve, reject) => canvas.toBlob(
-    (blob) => (blob ? resolve({blob, sentWidth: canvas.width, sentHeight: canvas.height})
-                    : reject(new Error('could not encode the frame'))),
-    'image/jpeg', JPEG_QUALITY));
+  let blob;
+  try {
+    blob = await canvas.convertToBlob({type: 'image/jpeg', quality: JPEG_QUALITY});
+  } catch {
+    throw new Error('could not encode the frame');
+  }
+  return {blob, sentWidth: canvas.width, sentHeight: canvas.height};
 }
 
 // Whether a new request may go now (the caller keeps one in flight).

@@ -2,7 +2,7 @@
 // the next visit, registered as manifests so the page's session opens them like installed
 // ones, and removed on request.
 import {MODELS, allValues, deleteValue, saveValue} from './store.js';
-import {forgetManifest, registerManifest} from '../contract/manifest.js';
+import {forgetManifest, registerManifest} from './manifests.js';
 import {PAGE_TASKS, readModelFiles, userManifest} from './model-file.js';
 
 const urls = new Map();   // id -> the blob: URL a .tflite's or .onnx's manifest points at

@@ -4,7 +4,7 @@
 // from its own metadata, and can be removed. A file the page cannot run gets one message and
 // the page keeps its model.
 import {addModel, keptModels, removeModel} from '../runtime/user-models.js';
-import {acceptFiles} from '../runtime/inputs.js';
+import {acceptFiles} from './inputs.js';
 import {addCard, refreshCard} from './modelcard.js';
 
 const GROUP = 'Your models';
@@ -35,7 +35,7 @@ export class ModelDrop {
     const {$} = this;
     for (const {manifest} of await keptModels(this.pageTask)) this.addOption(manifest);
     const wanted = new URLSearchParams(location.search).get('model');
-    if (wanted && isYours(wanted) && this.option(wanted)) this.select.value = wanted;
+    if (wanted && isYours(wanted) && this.option(wanted)) this.session.pickModel(wanted);
     $('model-file').addEventListener('change', (e) => {
       const files = Array.from(e.target.files);
       e.target.value = '';   // the same files picked again are a change too
@@ -79,12 +79,12 @@ export class ModelDrop {
   }
 
   showRemove() {
-    this.removeButton.hidden = !isYours(this.select.value);
+    this.removeButton.hidden = !isYours(this.session.state.model);
   }
 
   // Files the visitor gave at once: read, kept, then opened; on any failure the page keeps its model.
   async give(files) {
-    const previous = this.select.value;
+    const previous = this.session.state.model;
     const what = files.length === 1 ? files[0].name : 'the model';
     this.say(`Reading ${what}…`);
     let added;
@@ -123,14 +123,15 @@ export class ModelDrop {
   }
 
   async remove() {
-    const id = this.select.value;
+    const id = this.session.state.model;
     if (!isYours(id)) return;
     const name = this.optionText(id);
     await removeModel(id);
     this.dropOption(id);
+    this.session.pickModel(this.select.value);   // the picker's next model, or none
     this.showRemove();
     refreshCard();
     this.say(`${name} was removed from this browser.`);
-    await this.session.reopen();   // the next model in the picker, or none
+    await this.session.reopen();
   }
 }

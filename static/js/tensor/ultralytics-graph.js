@@ -6,52 +6,19 @@
 // exported with nms=True (or from an NMS-free head), gives detections after NMS instead of
 // the head: [1, N, 6 + extras], x1, y1, x2, y2 (OBB: cx, cy, w, h), score, class, then the
 // task's extras. The converter's graphs take NHWC and give the raw head in input pixels and
-// NHWC prototypes, which decode.js reads. This wrapper moves between them around LiteRtGraph
-// (litert.js) or OnnxGraph (onnx.js), so one decode (and one NMS) serves every file. It
-// mirrors Ultralytics' own LiteRT and ONNX backends (ultralytics/nn/backends/).
+// NHWC prototypes, which tensor/decode.js reads. This wrapper moves between them around the
+// runner it is given, a LiteRtGraph (runtime/litert.js) or OnnxGraph (runtime/onnx.js), so one
+// decode (and one NMS) serves every file. It mirrors Ultralytics' own LiteRT and ONNX backends
+// (ultralytics/nn/backends/); its scales are contract/ultralytics_litert.js's.
 // A semantic model's class logits and a depth model's map come NCHW ([1, C, H, W]) and leave
 // NHWC; the ONNX export of a semantic model gives its class map ([1, H, W], argmax inside),
-// which leaves one-hot, so dense.js's resize and argmax give the same classes back.
+// which leaves one-hot, so tensor/dense.js's resize and argmax give the same classes back.
+import {detectionScale, extrasOf, headScale} from '../contract/ultralytics_litert.js';
 
 const tf = globalThis.tf;
 
-// The head's scale per row: x rows by the input width, y rows by its height, the rest 1.
-// Rows: cx, cy, w, h, nc class scores, then the task's: k keypoints of d values (x, y[, v]).
-export function headScale(rows, [height, width], nc, kptShape) {
-  const scale = new Float32Array(rows).fill(1);
-  scale.set([width, height, width, height]);
-  if (kptShape) {
-    const [k, d] = kptShape;
-    for (let i = 0; i < k; i++) {
-      scale[4 + nc + i * d] = width;
-      scale[4 + nc + i * d + 1] = height;
-    }
-  }
-  return scale;
-}
-
-// The same for detections after NMS: x1, y1, x2, y2, score, class, then keypoints.
-export function detectionScale(columns, [height, width], kptShape) {
-  const scale = new Float32Array(columns).fill(1);
-  scale.set([width, height, width, height]);
-  if (kptShape) {
-    const [k, d] = kptShape;
-    for (let i = 0; i < k; i++) {
-      scale[6 + i * d] = width;
-      scale[6 + i * d + 1] = height;
-    }
-  }
-  return scale;
-}
-
-// The task's values per detection after the box and class scores: mask coefficients (as many
-// as the prototypes have channels), keypoint values, or the OBB's angle.
-function extrasOf(task, kptShape, maskCoefficients) {
-  return {segment: maskCoefficients, pose: kptShape ? kptShape[0] * kptShape[1] : 0, obb: 1}[task] || 0;
-}
-
 export class UltralyticsGraph {
-  // graph: a LiteRtGraph or OnnxGraph of the file; manifest: model-file.js userManifest's (its file_io
+  // graph: a LiteRtGraph or OnnxGraph of the file; manifest: runtime/model-file.js userManifest's (its file_io
   // says the file's layout; an installed model's is the LiteRT export's).
   constructor(graph, manifest) {
     this.graph = graph;
@@ -73,7 +40,8 @@ export class UltralyticsGraph {
     this.headInFractions = !pixels;
     this.detectionsInFractions = !pixels && this.nhwc;
     this.inputQuantization = io.input && io.input.dtype === 'uint8' ? io.input : null;
-    this.outputQuantization = (io.outputs || []).filter((o) => o.dtype === 'uint8');
+    // a .tflite's quantized outputs (an .onnx's uint8 output is a class map: no scale)
+    this.outputQuantization = (io.outputs || []).filter((o) => o.dtype === 'uint8' && o.scale != null);
     // An installed classifier's two outputs (probabilities, features), told apart by shape.
     this.shapeOf = Object.fromEntries(((manifest.outputs || {}).tensors || []).filter((t) => t.shape).map((t) => [t.name, t.shape.join()]));
     this.inputs = [{name: 'x', shape: manifest.input.shape, dtype: 'float32'}];

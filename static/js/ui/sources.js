@@ -5,7 +5,7 @@
 // everyFrame set, frame by frame: every frame of the file once, in order, each awaited.
 import {openCamera, stopStream, openVideoFile, decodeImage, acceptFiles, onVideoFrames, CameraError,
   measureFrameRate, seekVideo, videoDuration} from './inputs.js';
-import {areModelFiles} from './model-file.js';
+import {areModelFiles} from '../runtime/model-file.js';
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const waitingText = (what) => `${what} runs as soon as the model is ready (see the status line).`;
