@@ -9,7 +9,8 @@ a .tflite, only predict()'s results):
          for segmentation; a classifier's probabilities [1, nc]), "transform" (our input ->
          source), and Ultralytics' results:
   "boxes" [n, 4] xyxy source pixels, "scores", "classes"; "masks" [n, H, W] bool (source
-  pixels); "keypoints" [n, k, 3]; "corners" [n, 4, 2]; "top5" [(class, probability)].
+  pixels); "keypoints" [n, k, 3]; "corners" [n, 4, 2]; "top5" [(class, probability)];
+  "class_map" [H, W] class ids (semantic); "depth" [H, W] (depth).
 """
 from __future__ import annotations
 
@@ -50,7 +51,11 @@ def _child(request_file: str) -> None:
         result = yolo.predict(image, imgsz=request["imgsz"], conf=request["conf"], iou=request["iou"],
                               max_det=request["max_det"], agnostic_nms=request["agnostic"], rect=request["rect"],
                               verbose=False, device="cpu")[0]
-        if task == "classify":
+        if task == "semantic":
+            entry["class_map"] = result.semantic_mask.data.numpy()
+        elif task == "depth":
+            entry["depth"] = result.depth.data.numpy()
+        elif task == "classify":
             probs = result.probs.data.numpy()
             entry["top5"] = [(int(i), float(probs[i])) for i in np.argsort(-probs, kind="stable")[:5]]
         elif task == "obb":

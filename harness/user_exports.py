@@ -14,6 +14,10 @@ the appended metadata as 8.1-8.3 wrote it: one text file, Python's repr of the d
 
 ``legacy_tflite(folder, weights, imgsz, nms, precision, metadata)`` -> the file, built once
 per folder (about 40 s for an n model at 320 px on two cores).
+
+``untrained_checkpoint(folder, task)``: a semantic or depth checkpoint of the scenes' classes
+with seeded random weights, as Ultralytics' own ``Model.save`` writes one: what predict() and
+the converter both read, when agreement is the question and trained weights are not needed.
 """
 from __future__ import annotations
 
@@ -40,6 +44,9 @@ def _child(request_file: str) -> None:
     request = json.loads(Path(request_file).read_text())
     from ultralytics import YOLO
 
+    if request.get("format") == "checkpoint":
+        _save_untrained(request)
+        return
     if request.get("format") == "onnx":
         YOLO(request["weights"]).export(format="onnx", imgsz=request["imgsz"], nms=request["nms"],
                                         half=request["half"], dynamic=request["dynamic"])
@@ -52,6 +59,55 @@ def _child(request_file: str) -> None:
     tf_wrapper(yolo.model)
     int8 = {"int8": True, "data": request["data"], "fraction": 1.0} if request["data"] else {}
     yolo.export(format="saved_model", imgsz=request["imgsz"], nms=request["nms"], **int8)
+
+
+def _save_untrained(request: dict) -> None:
+    """Seeded random weights, batch norm set from one scene (else a random network's every
+    output is near-constant: converters/ultralytics_yolo/child.py), saved with the task and
+    size a trained checkpoint records."""
+    import numpy as np
+    import torch
+    from ultralytics import YOLO
+
+    from converters.scenes import dataset
+    from converters.ultralytics_yolo.child import RANDOM_SEED, calibrate_batchnorm
+
+    torch.manual_seed(RANDOM_SEED)
+    yolo = YOLO(request["yaml"])
+    yolo.model = type(yolo.model)(request["yaml"], nc=len(request["names"]), verbose=False)
+    yolo.model.names = dict(enumerate(request["names"]))
+    args = {"task": yolo.task, "imgsz": request["imgsz"]}
+    yolo.model.args, yolo.ckpt = args, {"train_args": args}
+    scene = dataset.scene(request["task"], 1, request["imgsz"])[0]
+    calibrate_batchnorm(yolo.model, scene.astype(np.float32)[None] / 255, min_var=UNTRAINED_MIN_VAR[request["task"]])
+    yolo.save(request["out"])
+
+
+# The batch-norm variance floor: a depth head's log-depth saturates its clamp (e^-4 to e^5) at
+# 0.1, where the 0.5/255 of predict()'s uint8 resize moves it by 1%; at 0.15 its map spans
+# 0.97-1.31 and moves by 3e-5; at 0.3 and above it is flat within 3%.
+UNTRAINED_MIN_VAR = {"semantic": 0.1, "depth": 0.15}
+
+
+def untrained_checkpoint(folder: Path, task: str, imgsz: int = 160) -> Path:
+    """``folder``/<task>-untrained.pt (see the module's docstring), made once."""
+    from converters.scenes import draw, train
+
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{task}-untrained.pt"
+    with FileLock(folder / f"{out.name}.lock"):
+        if not out.is_file():
+            names = draw.NAMES[task] + (["background"] if task == "semantic" else [])
+            with tempfile.TemporaryDirectory(prefix="untrained-") as tmp:
+                work = Path(tmp)
+                request = {"format": "checkpoint", "task": task, "yaml": train.MODELS[task], "names": names,
+                           "imgsz": imgsz, "out": str(out)}
+                (work / "request.json").write_text(json.dumps(request))
+                proc = subprocess.run([sys.executable, "-m", "harness.user_exports", str(work / "request.json")],
+                                      cwd=work, env=export_env(work), capture_output=True, text=True)
+                if proc.returncode != 0 or not out.is_file():
+                    raise RuntimeError(f"{out.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return out
 
 
 def python_metadata(data: bytes) -> bytes:
