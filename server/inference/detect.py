@@ -1,5 +1,5 @@
 """Detection runner: the manifest's input contract, the .tflite, and the decoding of
-modelcontract.decode (the same as static/js/contract/decode.js), so the API returns what the page
+modelcontract.decode (the same as static/js/tensor/decode.js and contract/decode.js), so the API returns what the page
 draws. A dense model (semantic segmentation, depth) on the detect page runs here too: no
 detections, its map (modelcontract.dense, the twin of dense.js) encoded beside them."""
 from __future__ import annotations
