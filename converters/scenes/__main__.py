@@ -1,7 +1,7 @@
 """python -m converters.scenes TASK [--out DIR] [--epochs N] [--imgsz N] [--model YAML]
 
-Trains a small model of TASK (segment, pose, obb, classify) on synthetic scenes and writes
-DIR/TASK.pt (default DIR: models/scenes); convert it with
+Trains a small model of TASK (segment, pose, obb, classify, semantic, depth) on synthetic
+scenes and writes DIR/TASK.pt (default DIR: models/scenes); convert it with
 python -m converters yolo --weights DIR/TASK.pt."""
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=Path("models") / "scenes")
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--imgsz", type=int)
-    parser.add_argument("--model", help="an Ultralytics architecture YAML of the task (default: the n-scale YOLOv8 one)")
+    parser.add_argument("--model", help="an Ultralytics architecture YAML of the task (default: its n-scale YOLOv8 one; "
+                        "YOLO26 for semantic and depth)")
     args = parser.parse_args(argv)
     try:
         train.train(args.task, args.out, epochs=args.epochs, imgsz=args.imgsz, model=args.model)

@@ -1,10 +1,12 @@
 """Scenes written as an Ultralytics dataset: images/{train,val}/*.png with labels/{train,val}/*.txt
-(normalised, one object a line) and a data YAML; classify as {train,val}/<class>/*.png.
+(normalised, one object a line) and a data YAML; classify as {train,val}/<class>/*.png; depth
+with depth/{train,val}/*.png (uint16, DEPTH_SCALE units a metre) in place of labels.
 
 Label lines, as Ultralytics reads them:
-- segment  ``class x1 y1 x2 y2 ...``                 (the polygon)
-- pose     ``class cx cy w h x1 y1 v1 ... xk yk vk``  (box, then keypoints)
-- obb      ``class x1 y1 x2 y2 x3 y3 x4 y4``          (the four corners)
+- segment, semantic  ``class x1 y1 x2 y2 ...``                 (the polygon; with no masks_dir in
+                     the YAML Ultralytics rasterises it and adds a "background" class after ours)
+- pose               ``class cx cy w h x1 y1 v1 ... xk yk vk``  (box, then keypoints)
+- obb                ``class x1 y1 x2 y2 x3 y3 x4 y4``          (the four corners)
 """
 from __future__ import annotations
 
@@ -16,6 +18,12 @@ import numpy as np
 
 from . import draw
 
+# Depth PNGs hold millimetres (Ultralytics' default depth_scale); 0 would mean "no depth".
+DEPTH_SCALE = 1000
+# Farther than any surface a depth scene draws (its wall is at most 12 m): the Eigen protocol
+# the validator and the calibration follow scores only depths below it.
+MAX_DEPTH = 20.0
+
 
 def label_lines(task: str, truth: list, size: int) -> list[str]:
     def norm(values) -> str:
@@ -23,7 +31,7 @@ def label_lines(task: str, truth: list, size: int) -> list[str]:
 
     lines = []
     for obj in truth:
-        if task == "segment":
+        if task in ("segment", "semantic"):
             lines.append(f"{obj['class_id']} {norm(np.ravel(obj['polygon']))}")
         elif task == "obb":
             lines.append(f"{obj['class_id']} {norm(np.ravel(obj['corners']))}")
@@ -56,8 +64,11 @@ def write(task: str, root: Path, train: int, val: int, size: int, seed: int = 0)
                 cv2.imwrite(str(folder / f"{i:05d}.png"), image[:, :, ::-1])
                 continue
             (root / "images" / split).mkdir(parents=True, exist_ok=True)
-            (root / "labels" / split).mkdir(parents=True, exist_ok=True)
             cv2.imwrite(str(root / "images" / split / f"{i:05d}.png"), image[:, :, ::-1])
+            if task == "depth":
+                write_depth(root / "depth" / split / f"{i:05d}.png", truth["depth"])
+                continue
+            (root / "labels" / split).mkdir(parents=True, exist_ok=True)
             (root / "labels" / split / f"{i:05d}.txt").write_text("\n".join(label_lines(task, truth, size)) + "\n")
     if task == "classify":
         for split in ("train", "val"):  # every class has a folder, even one no scene drew
@@ -68,6 +79,19 @@ def write(task: str, root: Path, train: int, val: int, size: int, seed: int = 0)
             "names": dict(enumerate(names))}
     if task == "pose":
         data.update(kpt_shape=draw.KPT_SHAPE, flip_idx=draw.FLIP_IDX)
+    if task == "depth":
+        data.update(depth_scale=DEPTH_SCALE, max_depth=MAX_DEPTH)
     yaml_path = root / "data.yaml"
     yaml_path.write_text(json.dumps(data, indent=1))  # JSON is YAML
     return yaml_path
+
+
+def write_depth(path: Path, depth: np.ndarray) -> None:
+    """A depth map in metres as the 16-bit PNG DepthDataset reads (``depth_scale`` units a metre)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(path), np.clip(np.rint(depth * DEPTH_SCALE), 1, 65535).astype(np.uint16))
+
+
+def read_depth(path: Path) -> np.ndarray:
+    """Metres from a PNG ``write_depth`` wrote."""
+    return cv2.imread(str(path), cv2.IMREAD_UNCHANGED).astype(np.float32) / DEPTH_SCALE

@@ -6,6 +6,8 @@ RGB uint8 image and what is in it, in image pixels:
 - pose:     [{"class_id", "box": [x1, y1, x2, y2], "keypoints": [[x, y, visible], ...]}]
 - obb:      [{"class_id", "corners": [[x, y] x 4]}]   (the rotated rectangle drawn or bounding)
 - classify: {"class_id"}
+- semantic: as segment (Ultralytics rasterises the polygons and adds a "background" class)
+- depth:    {"depth": float32 (H, W) metres, "objects": [{"kind", "distance", "box": [x1, y1, x2, y2]}]}
 The shapes differ by outline, not colour (colours are random), so a model has to learn form.
 """
 from __future__ import annotations
@@ -155,5 +157,118 @@ def obb_scene(rng: np.random.Generator, size: int = 256) -> tuple[np.ndarray, li
     return image, truth
 
 
-SCENES = {"segment": segment_scene, "pose": pose_scene, "obb": obb_scene, "classify": classify_scene}
-NAMES = {"segment": SEGMENT_NAMES, "pose": POSE_NAMES, "obb": OBB_NAMES, "classify": CLASSIFY_NAMES}
+# The depth scene: a room seen by a level camera CAMERA_HEIGHT above its floor and CEILING below
+# its ceiling, focal length FOCAL image widths, its horizon a random row (a shifted lens, so the
+# floor's depth stays f*h/(y - horizon)). Fixed heights and focal length make metric depth
+# learnable from one image: floor and ceiling recede to the horizon, the far wall's band is
+# f*(CAMERA_HEIGHT + CEILING)/distance rows high, an object's size and foot row give its distance.
+DEPTH_NAMES = ["depth"]
+CAMERA_HEIGHT, CEILING = 1.5, 1.0  # metres
+FOCAL = 0.8
+DEPTH_KINDS = ["box", "ball"]
+FLOOR_TILE, WALL_PANEL, CEILING_TILE = 0.6, 1.0, 1.2  # metres
+
+
+def _depth_objects(rng, size: int, horizon: float, wall: float) -> list[dict]:
+    """Boxes (front faces) and balls standing on the floor, between the nearest floor row in view
+    and the wall, at most 4, sorted far to near."""
+    f = FOCAL * size
+    nearest = max(1.5, f * CAMERA_HEIGHT / (size - horizon))  # a foot below the image is out of view
+    objects = []
+    for _ in range(rng.integers(1, 5)):
+        kind = DEPTH_KINDS[int(rng.integers(len(DEPTH_KINDS)))]
+        z = rng.uniform(nearest, 0.85 * wall)
+        x = (rng.uniform(0.1, 0.9) * size - size / 2) * z / f  # metres right of the optical axis
+        if kind == "box":
+            width, height = rng.uniform(0.4, 1.2), rng.uniform(0.4, 1.8)
+            objects.append({"kind": kind, "z": z, "x": x, "width": width, "height": height})
+        else:
+            objects.append({"kind": kind, "z": z, "x": x, "radius": rng.uniform(0.2, 0.6)})
+        objects[-1]["colour"] = rng.integers(30, 256, size=3).astype(np.float32)
+    return sorted(objects, key=lambda o: -o["z"])
+
+
+def _project(obj: dict, size: int, horizon: float) -> tuple[float, float, float, float]:
+    """An object's box in scene pixels (x1, y1, x2, y2)."""
+    f = FOCAL * size
+    u = size / 2 + f * obj["x"] / obj["z"]
+    foot = horizon + f * CAMERA_HEIGHT / obj["z"]
+    if obj["kind"] == "box":
+        half, top = f * obj["width"] / 2 / obj["z"], foot - f * obj["height"] / obj["z"]
+    else:
+        half = f * obj["radius"] / obj["z"]
+        top = foot - 2 * half
+    return u - half, top, u + half, foot
+
+
+def _surface(obj: dict, box, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(inside, depth, shade) of an object at sample points x, y (scene pixels)."""
+    x1, y1, x2, y2 = box
+    if obj["kind"] == "box":  # a front face, lit from above
+        inside = (x >= x1) & (x < x2) & (y >= y1) & (y < y2)
+        return inside, np.full_like(x, obj["z"]), 0.75 + 0.25 * (y2 - y) / max(y2 - y1, 1e-6)
+    r = (x2 - x1) / 2
+    d2 = ((x - (x1 + x2) / 2) ** 2 + (y - (y1 + y2) / 2) ** 2) / r**2
+    bulge = np.sqrt(np.clip(1 - d2, 0, 1))
+    return d2 < 1, obj["z"] - obj["radius"] * bulge, 0.45 + 0.55 * bulge  # the sphere's near side
+
+
+def _render_depth(scene: dict, size: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """(depth, colour) at ``scale`` samples per scene pixel, a z-buffer over floor, wall and objects."""
+    n = size * scale
+    xs = (np.arange(n, dtype=np.float32) + 0.5) / scale  # sample centres, scene pixels
+    f, horizon, wall = FOCAL * size, scene["horizon"], scene["wall"]
+    # Floor, ceiling and wall depend on the row only.
+    below, above = np.maximum(xs - horizon, 1e-6), np.maximum(horizon - xs, 1e-6)
+    row_depth = np.minimum(np.where(xs > horizon, f * CAMERA_HEIGHT / below, f * CEILING / above), wall)
+    surface = np.where(row_depth >= wall, 1, np.where(xs > horizon, 0, 2))[:, None]  # floor, wall, ceiling
+    # Tiles and panels of one size in metres: texture that shrinks with distance.
+    lateral = (xs[None, :] - size / 2) * row_depth[:, None] / f
+    floor = (np.floor(lateral / FLOOR_TILE) + np.floor(row_depth / FLOOR_TILE)[:, None]) % 2
+    ceiling = (np.floor(lateral / CEILING_TILE) + np.floor(row_depth / CEILING_TILE)[:, None]) % 2
+    panel = np.floor(lateral / WALL_PANEL) % 2
+    palette = np.stack([*scene["floor"], scene["wall_colour"], scene["wall_colour"] - 25.0,
+                        scene["ceiling"], scene["ceiling"] + 25.0])
+    index = np.choose(surface, [floor, 2 + panel, 4 + ceiling])
+    colour = palette[index.astype(np.intp)]
+    colour += ((surface == 1) * xs[:, None] / size * 30.0)[..., None]  # the wall darkens upwards
+    depth = np.repeat(row_depth[:, None], n, axis=1).astype(np.float32)
+    for obj in scene["objects"]:  # far to near; the z-test keeps the nearest surface
+        box = _project(obj, size, horizon)
+        r1, c1 = (max(0, int(np.floor(v * scale))) for v in box[1::-1])
+        r2, c2 = (min(n, int(np.ceil(v * scale))) for v in box[:1:-1])
+        if r1 >= r2 or c1 >= c2:
+            continue
+        window = np.s_[r1:r2, c1:c2]
+        inside, surface, shade = _surface(obj, box, *np.meshgrid(xs[c1:c2], xs[r1:r2]))
+        nearer = inside & (surface < depth[window])
+        depth[window] = np.where(nearer, surface, depth[window])
+        colour[window] = np.where(nearer[..., None], obj["colour"] * shade[..., None], colour[window])
+    haze = 1 - np.exp(-depth / 25.0)  # aerial perspective: far surfaces fade to the haze colour
+    colour += (scene["haze"] - colour) * haze[..., None]
+    return depth, colour
+
+
+def depth_scene(rng: np.random.Generator, size: int = 256) -> tuple[np.ndarray, dict]:
+    """A room: floor and ceiling running to a wall, objects standing on the floor; truth: the
+    depth of every pixel."""
+    scene = {"horizon": rng.uniform(0.35, 0.5) * size, "wall": rng.uniform(6.0, 12.0),
+             "floor": rng.integers(30, 226, size=(2, 3)).astype(np.float32),
+             "wall_colour": rng.integers(60, 226, size=3).astype(np.float32),
+             "ceiling": rng.integers(60, 206, size=3).astype(np.float32),
+             "haze": rng.integers(150, 231, size=3).astype(np.float32)}
+    scene["objects"] = _depth_objects(rng, size, scene["horizon"], scene["wall"])
+    depth, _ = _render_depth(scene, size, 1)
+    _, colour = _render_depth(scene, size, 2)  # supersampled: no aliasing on far tiles
+    image = cv2.resize(colour, (size, size), interpolation=cv2.INTER_AREA)
+    image = np.clip(image + rng.normal(0, 4, size=image.shape), 0, 255).astype(np.uint8)
+    objects = [{"kind": o["kind"], "distance": float(o["z"]),
+                "box": [float(v) for v in np.clip(_project(o, size, scene["horizon"]), 0, size)]}
+               for o in scene["objects"]]
+    return image, {"depth": depth, "objects": objects}
+
+
+SCENES = {"segment": segment_scene, "pose": pose_scene, "obb": obb_scene, "classify": classify_scene,
+          "semantic": segment_scene, "depth": depth_scene}
+NAMES = {"segment": SEGMENT_NAMES, "pose": POSE_NAMES, "obb": OBB_NAMES, "classify": CLASSIFY_NAMES,
+         "semantic": SEGMENT_NAMES, "depth": DEPTH_NAMES}

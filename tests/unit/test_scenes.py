@@ -11,13 +11,19 @@ from converters.errors import ConverterError
 from converters.scenes import dataset, draw, train
 
 
-@pytest.mark.parametrize("task", ["segment", "pose", "obb", "classify"])
+def same_truth(a, b) -> bool:
+    if isinstance(a, dict) and "depth" in a:  # an array compares pixel by pixel
+        return np.array_equal(a["depth"], b["depth"]) and a["objects"] == b["objects"]
+    return a == b
+
+
+@pytest.mark.parametrize("task", train.TASKS)
 def test_a_seed_gives_one_scene(task):
     a, truth_a = dataset.scene(task, 7, 128)
     b, truth_b = dataset.scene(task, 7, 128)
     c, _ = dataset.scene(task, 8, 128)
     assert a.shape == (128, 128, 3) and a.dtype == np.uint8
-    assert np.array_equal(a, b) and truth_a == truth_b and not np.array_equal(a, c)
+    assert np.array_equal(a, b) and same_truth(truth_a, truth_b) and not np.array_equal(a, c)
 
 
 def test_the_truth_is_where_the_pixels_changed():
@@ -37,7 +43,8 @@ def test_the_truth_is_where_the_pixels_changed():
 
 
 def test_label_lines_are_normalised_and_shaped_per_task():
-    for task, width in (("segment", None), ("pose", 5 + 3 * len(draw.KEYPOINT_NAMES)), ("obb", 9)):
+    for task, width in (("segment", None), ("semantic", None), ("pose", 5 + 3 * len(draw.KEYPOINT_NAMES)),
+                        ("obb", 9)):
         for seed in range(20):
             _, truth = dataset.scene(task, seed, 256)
             for line in dataset.label_lines(task, truth, 256):
@@ -79,6 +86,12 @@ def test_dataset_folders_and_yaml(tmp_path):
 def test_training_settings_and_cache_key():
     assert train.settings("obb")["model"] == "yolov8n-obb.yaml"
     assert train.settings("segment", epochs=2)["epochs"] == 2
+    assert train.settings("semantic")["model"] == "yolo26n-sem.yaml"
+    assert train.settings("depth", imgsz=96)["model"] == "yolo26n-depth.yaml"
+    assert train.settings("depth", imgsz=96)["imgsz"] == 96
     assert train.key(train.settings("pose")) != train.key(train.settings("pose", epochs=1))
+    assert train.key(train.settings("semantic")) != train.key(train.settings("segment"))
+    for task in train.TASKS:  # every task has its architecture, defaults and scene size
+        assert {"imgsz", "train", "val", "epochs"} <= set(train.settings(task)) and task in train.SCENE_SIZE
     with pytest.raises(ConverterError, match="no synthetic scenes"):
-        train.settings("depth")
+        train.settings("detect")
