@@ -48,8 +48,8 @@ DEFAULTS = {"segment": {"imgsz": 160, "train": 240, "val": 40, "epochs": 60, "mo
                          "hyp": {"batch": 8, "nbs": 8, "warmup_epochs": 1, "optimizer": "AdamW", "lr0": 0.003}},
             # depth: 128 px, as 8 epochs at 160 take 5 min; no zoom, which would change an object's
             # size but not its depth. At lr0 0.001 val abs_rel (scale-aligned, as the trainer
-            # scores) fell every epoch, to 0.12 in 3.2 CPU-min; the auto lr (0.002) swung between
-            # 0.14 and 0.24 in the last epochs, a metric loss (dlam 0.5) ended at 0.17.
+            # scores) fell every epoch, to 0.12 in 3.5 CPU-min in all; at the auto lr (0.002) it
+            # swung between 0.14 and 0.24 in the last epochs, a metric loss (dlam 0.5) ended at 0.17.
             "depth": {"imgsz": 128, "train": 240, "val": 40, "epochs": 8, "mosaic": 0.0,
                       "augment": {"scale": 0.0},
                       "hyp": {"batch": 8, "nbs": 8, "warmup_epochs": 1, "optimizer": "AdamW", "lr0": 0.001}}}

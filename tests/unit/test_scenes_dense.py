@@ -48,8 +48,9 @@ def test_objects_are_nearer_than_the_floor_behind_them(seed):
             assert depth[above, cx] > obj["distance"]
 
 
-def test_the_floor_recedes_up_to_the_wall():
-    """In a column no object crosses, depth never grows downwards and the top row is the wall."""
+def test_floor_and_ceiling_recede_to_the_wall():
+    """In a column no object crosses, depth grows up the floor to one band of wall and shrinks
+    again up the ceiling: the room the scene's docstring draws."""
     for seed in range(10):
         _, truth = dataset.scene("depth", seed, SIZE)
         depth = truth["depth"]
@@ -57,7 +58,13 @@ def test_the_floor_recedes_up_to_the_wall():
         assert free
         for x in free:
             column = depth[:, x]
-            assert (np.diff(column) <= 1e-5).all() and column[0] == column.max() and column[-1] < column[0] / 2
+            wall = np.flatnonzero(column == column.max())
+            top, bottom = wall[0], wall[-1]
+            assert list(wall) == list(range(top, bottom + 1)) and 0 < top < bottom < SIZE - 1
+            assert (np.diff(column[:top + 1]) >= 0).all() and (np.diff(column[bottom:]) <= 0).all()
+            # the band is as high as the room at the wall's distance
+            assert bottom - top + 1 == pytest.approx(draw.FOCAL * SIZE * (draw.CAMERA_HEIGHT + draw.CEILING)
+                                                     / column.max(), abs=2)
 
 
 def test_the_semantic_dataset_is_polygons_without_masks(tmp_path):
