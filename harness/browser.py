@@ -77,6 +77,19 @@ def open_ready(browser, url: str, timeout: float = 300_000):
     return context, page, log
 
 
+MODEL_MESSAGE_DONE = "() => ['ok', 'error'].includes(document.getElementById('model-message').dataset.state)"
+
+
+def give_model(page, path, timeout: float = 180_000) -> None:
+    """Pick the file as the visitor's model (#model-file); wait for the page to take it and open it."""
+    page.eval_on_selector("#model-message", "el => { el.dataset.state = ''; }")
+    page.set_input_files("#model-file", str(path))
+    page.wait_for_function(MODEL_MESSAGE_DONE, timeout=timeout)
+    state, text = page.eval_on_selector("#model-message", "el => [el.dataset.state, el.textContent]")
+    assert state == "ok", text
+    page.wait_for_selector("#model-status[data-state='ready']", timeout=timeout)
+
+
 def wait_frames(page, n: int, timeout: float = 300_000):
     """Until the page has shown n frames (its results' data-frame counter)."""
     # A function, not an expression: Playwright evals expressions, which our CSP forbids.

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from converters.scenes import dataset
-from harness.browser import CHROMIUM, open_page, recorded_figures, screenshot, wait_frames
+from harness.browser import CHROMIUM, give_model, open_page, recorded_figures, screenshot, wait_frames
 from harness.models import install_copy
 from harness.servers import serving
 from harness.ultralytics_reference import answers
@@ -38,7 +38,6 @@ SIDE = 160                       # the size the scene models train at (train.DEF
 SCENE = 256
 SCENES = (700_000, 700_001)      # seeds no training scene used
 SHARE, RELATIVE = 0.005, 1e-3
-MESSAGE_DONE = "() => ['ok', 'error'].includes(document.getElementById('model-message').dataset.state)"
 
 
 @pytest.fixture(scope="module")
@@ -214,12 +213,7 @@ def test_a_users_file_gives_predicts_map(browser, base_url, models, models_dir, 
     want = predicted(path, scenes[task], task)
     context = browser.new_context()
     page, log = open_page(context, f"{base_url}/detect?camera=0")
-    page.eval_on_selector("#model-message", "el => { el.dataset.state = ''; }")
-    page.set_input_files("#model-file", str(path))
-    page.wait_for_function(MESSAGE_DONE, timeout=180_000)
-    state, text = page.eval_on_selector("#model-message", "el => [el.dataset.state, el.textContent]")
-    assert state == "ok", text
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=180_000)
+    give_model(page, path)
     worst = page_against(page, scenes[task], want, task, dense_labels(folder))
     status = page.text_content("#status-line")
     context.close()

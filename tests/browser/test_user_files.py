@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 import pytest
 
-from harness.browser import CHROMIUM, TASK_ROWS, open_page, recorded_figures, screenshot, wait_frames
+from harness.browser import CHROMIUM, TASK_ROWS, give_model, open_page, recorded_figures, screenshot, wait_frames
 from harness.user_exports import legacy_tflite, onnx_file
 from harness.paths import SHARED, YOLOV5N_WEIGHTS
 from harness.photos import photo_file, storage_tanks
@@ -89,16 +89,6 @@ def base_url(built_model):
 def figures():
     with recorded_figures("user-files.json") as data:
         yield data
-
-
-def give_model(page, path) -> None:
-    """Pick the file as the visitor's model; wait for the page to take it and open it."""
-    page.eval_on_selector("#model-message", "el => { el.dataset.state = ''; }")
-    page.set_input_files("#model-file", str(path))
-    page.wait_for_function(MESSAGE_DONE, timeout=180_000)
-    state, text = page.eval_on_selector("#model-message", "el => [el.dataset.state, el.textContent]")
-    assert state == "ok", text
-    page.wait_for_selector("#model-status[data-state='ready']", timeout=180_000)
 
 
 def the_file(models_dir, how):
