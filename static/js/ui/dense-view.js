@@ -3,17 +3,16 @@
 // holds; a depth map in a colour scale (near bright, far dark) with its range, and the value
 // under the pointer. Maps arrive in source pixels ({values, width, height}, contract/dense.js).
 import {valueAt} from '../contract/dense.js';
+import {classHsl} from './draw.js';
 
 const CLASS_ALPHA = 0.5;
 const DEPTH_ALPHA = 0.85;
 // An inferno-like scale from far (0) to near (1): dark purple, red, orange, pale yellow.
 const DEPTH_STOPS = [[0, 0, 4], [87, 16, 110], [188, 55, 84], [249, 142, 9], [252, 255, 164]];
 
-// classColor's hue (ui/draw.js) as RGB: hsl(h, 85%, 50%).
+// classColor's colour (ui/draw.js) as RGB.
 export function classRgb(classId) {
-  const h = (classId * 137.508) % 360;
-  const s = 0.85;
-  const l = 0.5;
+  const [h, s, l] = classHsl(classId);
   const f = (n) => {
     const k = (n + h / 30) % 12;
     return Math.round(255 * (l - s * Math.min(l, 1 - l) * Math.max(-1, Math.min(k - 3, 9 - k, 1))));

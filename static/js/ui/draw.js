@@ -2,9 +2,15 @@
 // labels (and a YOLO task's masks, keypoints or rotated box), hand keypoints and skeletons.
 // Coordinates arrive in source pixels.
 
+// Golden-angle hues: neighbouring class ids get distinct colours. [hue in degrees,
+// saturation, lightness], which classColor writes as CSS and dense-view.js as RGB.
+export function classHsl(classId) {
+  return [(classId * 137.508) % 360, 0.85, 0.5];
+}
+
 export function classColor(classId) {
-  // Golden-angle hues: neighbouring class ids get distinct colours.
-  return `hsl(${(classId * 137.508) % 360}, 85%, 50%)`;
+  const [h, s, l] = classHsl(classId);
+  return `hsl(${h}, ${s * 100}%, ${l * 100}%)`;
 }
 
 export function drawFrame(ctx, frame, mirrored) {
